@@ -1,0 +1,10 @@
+"""The ECHO model: pure numpy and standard library, no Scrapy, Twisted or Redis.
+
+The simulator and the Scrapy scheduler run the same objects from here.
+"""
+
+from __future__ import annotations
+
+from scrapy_echo.model.solver import IntervalSolution, profit_rate, solve_intervals
+
+__all__ = ["IntervalSolution", "profit_rate", "solve_intervals"]

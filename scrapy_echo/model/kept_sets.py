@@ -1,0 +1,76 @@
+"""Exact search over kept sets, for the few-source case the Lagrangian cannot settle.
+
+Every kept source pays a fixed ``λ_i`` for its new pages, so choosing which sources to keep is a
+knapsack: no multiplier need spend the budget exactly. With ``m`` candidate sources there are
+``2^m`` kept sets; for each we find the ``ω`` that spends the budget on that set alone (a
+bisection in ``log ω`` vectorised over all sets at once), score it, and refine the winner with
+the solver's own search.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from scrapy_echo.model.curves import g_inv
+
+if TYPE_CHECKING:
+    from scrapy_echo.model.omega import Problem
+    from scrapy_echo.model.solver import IntervalSolution, Solver
+
+_BISECTIONS = 80
+
+
+def best_kept_set(problem: Problem, solver: Solver) -> IntervalSolution | None:
+    """The best schedule over all subsets of the active sources, or ``None`` if none fits."""
+    members = np.flatnonzero(problem.active)
+    m = members.size
+    if m == 0:
+        return None
+    lam = problem.link_rate[members]
+    prof = problem.profit[members]
+    mu = problem.decay[members]
+    static = problem.static[members]
+    with np.errstate(divide="ignore", over="ignore"):
+        scale = np.where(static, 0.0, lam * prof / np.where(static, 1.0, mu))
+    # Row r keeps member j when bit j of r is set.
+    masks = ((np.arange(1 << m)[:, None] >> np.arange(m)[None, :]) & 1).astype(bool)
+    spare = problem.crawl_rate - masks @ lam
+    masks, spare = masks[spare > 0], spare[spare > 0]
+    if masks.shape[0] == 0:
+        return None
+    recrawl = masks & ~static[None, :]
+    # Sets with nothing to recrawl spend only λ: their schedule needs no search.
+    top = np.where(recrawl.any(axis=1), np.max(np.where(recrawl, scale, 0.0), axis=1), 1.0)
+    log_lo = np.log(top) - 80.0  # e^-80: intervals far shorter than any crawl slot
+    log_hi = np.log(top)
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (log_lo + log_hi)
+        cost = _recrawl_rate(np.exp(mid), recrawl, scale, mu)
+        over = cost > spare
+        log_lo = np.where(over, mid, log_lo)
+        log_hi = np.where(over, log_hi, mid)
+    omega = np.exp(log_hi)
+    with np.errstate(over="ignore"):
+        x = g_inv(np.where(recrawl, omega[:, None] / np.where(scale > 0, scale, 1.0), np.inf))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        fraction = np.where(np.isfinite(x) & (x > 0), -np.expm1(-x) / x, 0.0)
+    fraction = np.where(static[None, :], 1.0, fraction)
+    value = np.sum(np.where(masks, lam * prof * fraction, 0.0), axis=1)
+    winner = masks[int(np.argmax(value))]
+    kept = np.zeros(problem.size, bool)
+    kept[members[winner]] = True
+    return solver.fixed(kept, method="exact")
+
+
+def _recrawl_rate(
+    omega: np.ndarray, recrawl: np.ndarray, scale: np.ndarray, mu: np.ndarray
+) -> np.ndarray:
+    """``Σ_j μ_j / x_j`` per kept set at its own ``ω``."""
+    with np.errstate(over="ignore"):  # y = inf: dead at this ω
+        y = np.where(recrawl, omega[:, None] / np.where(scale > 0, scale, 1.0), np.inf)
+    x = g_inv(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(recrawl & np.isfinite(x), mu / x, 0.0)
+    return np.sum(rate, axis=1)

@@ -1,0 +1,256 @@
+"""The search for ``ω``, the value of one crawl, that makes a schedule spend the budget.
+
+A search covers a set of *members*: every source that can be worth a crawl (the Lagrangian,
+where ``ω`` also decides which are kept) or a fixed kept set (the repair passes). Cost falls
+monotonically in ``ω``; a safeguarded Newton search on ``log cost`` against ``log ω`` brackets
+and finds the smallest feasible ``ω``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.stationary import StationaryPoints
+
+BoolArray = NDArray[np.bool_]
+IntArray = NDArray[np.intp]
+
+# A bracket this narrow (relative) whose two ends still differ in cost by more than the
+# tolerance straddles a jump in the kept set: no ω spends the budget exactly, so stop and
+# let the repair pass spend what the jump leaves. Any bracket stops at the second value.
+_JUMP_RTOL = 1e-6
+_BRACKET_RTOL = 1e-12
+
+
+@dataclass
+class Problem:
+    """Validated inputs. Sources that can be worth a crawl are split once into those whose
+    clicks decay (the only ones whose interval needs solving) and static ones (``μ = 0``)."""
+
+    link_rate: FloatArray
+    profit: FloatArray
+    decay: FloatArray
+    crawl_rate: float
+    active: BoolArray  # λ > 0 and P > 0: everything else is never worth a crawl
+    static: BoolArray  # active and μ == 0: value P per page whatever the delay
+
+    @property
+    def size(self) -> int:
+        return int(self.link_rate.size)
+
+
+@dataclass
+class Members:
+    """The sources one search covers, compressed to what the search touches."""
+
+    index: IntArray  # decaying members, positions in the full arrays
+    points: StationaryPoints
+    static_index: IntArray  # static (μ = 0) members
+    static_lam: FloatArray
+    static_profit: FloatArray
+    top: float  # an ω at which nothing is worth recrawling
+
+    @classmethod
+    def of(cls, problem: Problem, mask: BoolArray | None = None) -> Members:
+        """All sources that can be worth a crawl, or those of them in ``mask``."""
+        chosen = problem.active if mask is None else problem.active & mask
+        return cls.at_indices(problem, np.flatnonzero(chosen))
+
+    @classmethod
+    def at_indices(cls, problem: Problem, chosen: IntArray) -> Members:
+        static_of = problem.static[chosen]
+        dec, static = chosen[~static_of], chosen[static_of]
+        lam, prof, mu = problem.link_rate[dec], problem.profit[dec], problem.decay[dec]
+        with np.errstate(over="ignore"):
+            # λP/μ can overflow for absurd scales; such a source is worth any ω we reach.
+            scale = np.minimum(lam * prof / mu, np.finfo(np.float64).max)
+        static_profit = problem.profit[static]
+        top = max(float(np.max(scale, initial=0.0)), float(np.max(static_profit, initial=0.0)))
+        return cls(
+            dec,
+            StationaryPoints(lam, mu, scale),
+            static,
+            problem.link_rate[static],
+            static_profit,
+            top,
+        )
+
+    @property
+    def size(self) -> int:
+        return int(self.index.size + self.static_index.size)
+
+
+@dataclass
+class Point:
+    """The schedule at one ``ω``."""
+
+    omega: float
+    x: FloatArray  # μI per decaying member
+    kept: BoolArray  # per decaying member
+    static_kept: BoolArray
+    cost: float
+    slope: float  # ω d cost/dω, the kept set held fixed
+
+
+class OmegaSearch:
+    """Finds ``ω`` over a set of members, the kept set chosen by ``ω`` or fixed."""
+
+    # Above this many sources, a strided sample solved first gives the full search a start
+    # within a few percent, so it needs three or four passes over all sources instead of ten.
+    SAMPLE_ABOVE = 1 << 16
+    SAMPLE_SIZE = 1 << 14
+
+    def __init__(self, problem: Problem, *, rtol: float, max_iter: int) -> None:
+        self.problem = problem
+        self.rtol = rtol
+        self.max_iter = max_iter
+        self.evaluations = 0
+
+    def run(self, members: Members, *, fixed: bool) -> tuple[Point, bool]:
+        """The cheapest feasible ``ω`` and whether the search met its tolerance."""
+        budget = self.problem.crawl_rate
+        if members.top <= 0 or budget <= 0:  # nothing to schedule, or nothing to spend
+            return self._evaluate(members, max(members.top, 1.0) * (1 + 1e-9), fixed=fixed), True
+        omega = self._first_guess(members, budget, fixed=fixed)
+        # Aim inside the tolerance band, not at its edge, so rounding lands feasible.
+        target = budget * (1 - 0.5 * self.rtol)
+        bracket = _Bracket(target, members.top)
+        best: Point | None = None
+        converged = False
+        for _ in range(self.max_iter):
+            point = self._evaluate(members, omega, fixed=fixed)
+            if point.cost <= budget:
+                best = point
+                if budget - point.cost <= self.rtol * budget:
+                    converged = True
+                    break
+            bracket.add(point)
+            if bracket.collapsed(self.rtol * budget):
+                converged = True  # the kept set jumps here: no ω spends the budget exactly
+                break
+            omega = bracket.next_omega(point)
+        if best is None:
+            # Just above top every source is dead (y > 1: nothing recrawled), which is always
+            # feasible. Only reached when the budget needs x = μI past ~30, where ω can no
+            # longer resolve x (g(x) rounds to 1): such a schedule is taken as "never recrawl".
+            best = self._evaluate(members, members.top * (1 + 1e-9), fixed=fixed)
+        return best, converged
+
+    def _evaluate(self, members: Members, omega: float, *, fixed: bool) -> Point:
+        self.evaluations += 1
+        points = members.points
+        points.at(omega)
+        if fixed:
+            kept = np.ones(points.x.size, bool)
+            static_kept = np.ones(members.static_index.size, bool)
+        else:
+            kept = points.kept.copy()
+            static_kept = members.static_profit > omega
+        cost, slope = points.spend(kept)
+        cost += float(np.sum(members.static_lam[static_kept]))
+        return Point(omega, points.x.copy(), kept, static_kept, cost, slope)
+
+    def _first_guess(self, members: Members, budget: float, *, fixed: bool) -> float:
+        top = members.top
+        if not fixed and members.size > self.SAMPLE_ABOVE:
+            stride = members.size // self.SAMPLE_SIZE
+            sample = Members.at_indices(
+                self.problem, np.concatenate([members.index, members.static_index])[::stride]
+            )
+            scaled = OmegaSearch(
+                _scaled(self.problem, sample.size / members.size),
+                rtol=1e-6,
+                max_iter=self.max_iter,
+            )
+            point, _ = scaled.run(sample, fixed=False)
+            if 0 < point.omega < top:
+                return point.omega
+        # The short-interval law x ≈ sqrt(2ω/a): Σ μ sqrt(a/2ω) = N - Σλ.
+        pts = members.points
+        spare = budget - float(np.sum(pts.lam)) - float(np.sum(members.static_lam))
+        weight = float(np.sum(pts.mu * np.sqrt(0.5 / pts.inv_scale)))
+        if spare > 0 and weight > 0:
+            guess = (weight / spare) ** 2
+            if 0 < guess < top:
+                return guess
+        return top * 1e-3
+
+
+def _scaled(problem: Problem, fraction: float) -> Problem:
+    return Problem(
+        problem.link_rate,
+        problem.profit,
+        problem.decay,
+        problem.crawl_rate * fraction,
+        problem.active,
+        problem.static,
+    )
+
+
+class _Bracket:
+    """Keeps ``lo < ω* <= hi`` and proposes the next ``ω``: Newton on ``log cost`` against
+    ``log ω`` while it converges, else the Illinois variant of regula falsi on the bracket.
+
+    Newton's slope holds the kept set fixed; where many sources drop out near the root (the
+    budget below ``Σ λ``), the jumps dominate the slope and only the secant sees them.
+    """
+
+    def __init__(self, target: float, top: float) -> None:
+        self.log_target = math.log(target)
+        self.lo, self.hi = 0.0, top  # cost(lo) > target >= cost(hi); cost(top) = 0
+        self.f_lo, self.f_hi = math.inf, -math.inf  # log(cost / target) at each end
+        self.cost_lo, self.cost_hi = math.inf, 0.0
+        self.side = 0  # which end moved last: -1 lo, +1 hi (Illinois halves a stuck end)
+        self.last_move = math.inf
+
+    def collapsed(self, cost_tolerance: float) -> bool:
+        if self.lo <= 0:
+            return False
+        width = self.hi / self.lo - 1
+        jump = self.cost_lo - self.cost_hi > cost_tolerance
+        return width < _BRACKET_RTOL or (jump and width < _JUMP_RTOL)
+
+    def add(self, point: Point) -> None:
+        f = math.log(point.cost) - self.log_target if point.cost > 0 else -math.inf
+        if f > 0:
+            self.lo, self.f_lo, self.cost_lo = point.omega, f, point.cost
+            if self.side == -1:
+                self.f_hi *= 0.5
+            self.side = -1
+        else:
+            self.hi, self.f_hi, self.cost_hi = point.omega, f, point.cost
+            if self.side == 1:
+                self.f_lo *= 0.5
+            self.side = 1
+
+    def next_omega(self, point: Point) -> float:
+        newton = self._newton(point)
+        if self.lo == 0:
+            return newton if 0 < newton < self.hi else self.hi * 1e-3
+        if self.lo < newton < self.hi:
+            return newton
+        self.last_move = math.inf  # Newton restarts its convergence check after this
+        if math.isfinite(self.f_lo) and math.isfinite(self.f_hi):
+            a, b = math.log(self.lo), math.log(self.hi)
+            candidate = math.exp(b - self.f_hi * (b - a) / (self.f_hi - self.f_lo))
+            if self.lo < candidate < self.hi:
+                return candidate
+        return math.sqrt(self.lo * self.hi)
+
+    def _newton(self, point: Point) -> float:
+        """Newton's proposal, or NaN when there is none or it is not converging."""
+        if not (point.cost > 0 and point.slope < 0):
+            return math.nan
+        elasticity = point.slope / point.cost  # d log cost / d log ω
+        if not elasticity < 0:  # underflowed to zero: no usable slope
+            return math.nan
+        move = -(math.log(point.cost) - self.log_target) / elasticity
+        move = max(-50.0, min(50.0, move))
+        converging = abs(move) < 0.5 * abs(self.last_move)
+        self.last_move = move
+        return point.omega * math.exp(move) if converging else math.nan

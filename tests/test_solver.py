@@ -1,0 +1,179 @@
+"""The interval solver: the paper's optimum, the budget-feasible extension, and edge cases.
+
+Optimality is checked against ``reference_solver`` (exhaustive search over kept sets, each
+solved by golden-section search in recrawl rates: no code or formula shared with the solver).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference_solver import best_schedule, utility
+
+from scrapy_echo.model.curves import g
+from scrapy_echo.model.solver import profit_rate, solve_intervals
+
+
+def random_instance(rng: np.random.Generator, n: int):
+    lam = rng.lognormal(-4, 1.5, n)
+    prof = rng.lognormal(1, 1.5, n)
+    mu = rng.lognormal(-6, 1.5, n)
+    return lam, prof, mu
+
+
+def test_all_kept_is_exactly_the_papers_equation() -> None:
+    rng = np.random.default_rng(3)
+    # Sources alike enough that each pays for its new pages: the paper's own setting.
+    lam, prof, mu = (
+        rng.lognormal(-4, 0.5, 200),
+        rng.lognormal(1, 0.5, 200),
+        rng.lognormal(-6, 0.5, 200),
+    )
+    budget = 4 * lam.sum()
+    sol = solve_intervals(lam, prof, mu, budget)
+    assert sol.method == "lagrangian" and sol.converged
+    assert sol.kept.all() and np.isfinite(sol.intervals).all()
+    # Σ (1/I_i + λ_i) = N ...
+    assert np.isclose(np.sum(1 / sol.intervals + lam), budget, rtol=1e-8)
+    # ... and stationarity λ_i P_i g(μ_i I_i) / μ_i = ω for every source.
+    assert np.allclose(lam * prof * g(mu * sol.intervals) / mu, sol.omega, rtol=1e-8)
+
+
+def _instances(seed: int, count: int, low: float, high: float):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n = int(rng.integers(2, 7))
+        lam, prof, mu = random_instance(rng, n)
+        yield lam, prof, mu, lam.sum() * rng.uniform(low, high)
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_matches_exhaustive_reference_when_budget_exceeds_new_links(case: int) -> None:
+    lam, prof, mu, budget = list(_instances(11, 12, 1.05, 5.0))[case]
+    best, _ = best_schedule(lam, prof, mu, budget)
+    sol = solve_intervals(lam, prof, mu, budget)
+    assert sol.objective >= best * (1 - 1e-3)
+    assert sol.objective <= best * (1 + 1e-6)  # nobody beats the optimum
+    assert sol.cost <= budget * (1 + 1e-12)
+
+
+def test_gap_below_new_link_rate_against_exhaustive_reference() -> None:
+    """N < Σλ: the Lagrangian alone, the repair alone, and with the exact search."""
+    ratios: dict[str, list[float]] = {"lagrangian": [], "repair": [], "exact": []}
+    for lam, prof, mu, budget in _instances(5, 40, 0.05, 1.0):
+        best, _ = best_schedule(lam, prof, mu, budget)
+        if best <= 0:
+            continue
+        runs = {
+            "lagrangian": solve_intervals(lam, prof, mu, budget, repair=False),
+            "repair": solve_intervals(lam, prof, mu, budget, exact_max=0),
+            "exact": solve_intervals(lam, prof, mu, budget),
+        }
+        for name, sol in runs.items():
+            assert sol.cost <= budget * (1 + 1e-12)
+            assert sol.objective <= best * (1 + 1e-6)
+            ratios[name].append(sol.objective / best)
+    summary = {k: (min(v), float(np.median(v))) for k, v in ratios.items()}
+    print("\nN < Σλ, objective / optimum (worst, median):", summary)
+    assert summary["exact"][0] >= 1 - 1e-6
+    assert summary["repair"][0] >= 0.99 and summary["repair"][1] >= 1 - 1e-6
+    # The repair must matter: the bare Lagrangian leaves a real gap on these instances.
+    assert summary["lagrangian"][1] < 0.95
+
+
+def test_one_large_source_is_not_left_idle() -> None:
+    """ECHO.md's example: one source whose λ is just under N must not be dropped."""
+    sol = solve_intervals([0.9], [10.0], [1e-3], crawl_rate=1.0)
+    assert sol.kept[0] and np.isfinite(sol.intervals[0])
+    assert np.isclose(sol.cost, 1.0, rtol=1e-8)
+
+
+def test_budget_below_every_source_keeps_nothing() -> None:
+    sol = solve_intervals([2.0, 3.0], [1.0, 1.0], [1e-3, 1e-3], crawl_rate=1.0)
+    assert not sol.kept.any() and np.isinf(sol.intervals).all()
+    assert sol.objective == 0.0 and sol.cost == 0.0
+
+
+def test_degenerate_sources() -> None:
+    lam = [0.0, 0.01, 0.01, 0.01, 0.01]
+    prof = [5.0, 0.0, 5.0, 5.0, 5.0]
+    mu = [1e-3, 1e-3, 0.0, 1e-300, 1e-3]
+    sol = solve_intervals(lam, prof, mu, crawl_rate=1.0)
+    assert np.isinf(sol.intervals[:3]).all()  # no links, no value, no decay
+    assert not sol.kept[0] and not sol.kept[1]
+    assert sol.kept[2]  # no decay: its pages are worth P whenever found
+    assert np.isfinite(sol.intervals[4]) and sol.intervals[4] > 0
+    assert not np.isnan(sol.intervals).any()
+    assert sol.cost <= 1.0 * (1 + 1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"link_rate": [np.nan]}, "link_rate must be finite"),
+        ({"profit": [-1.0]}, "profit must be >= 0"),
+        ({"decay": [np.inf]}, "decay must be finite"),
+        ({"crawl_rate": -1.0}, "crawl_rate must be finite and >= 0"),
+        ({"crawl_rate": np.nan}, "crawl_rate must be finite and >= 0"),
+        ({"link_rate": [1.0, 2.0]}, "must have one shape"),
+        ({"link_rate": [[1.0]]}, "one-dimensional"),
+    ],
+)
+def test_bad_input_names_the_argument(kwargs: dict, message: str) -> None:
+    args = {"link_rate": [0.1], "profit": [1.0], "decay": [1e-3], "crawl_rate": 1.0}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        solve_intervals(**args)
+
+
+def test_profit_rate_matches_reference_utility() -> None:
+    rng = np.random.default_rng(9)
+    lam, prof, mu = random_instance(rng, 50)
+    intervals = rng.lognormal(5, 2, 50)
+    expected = float(np.sum(utility(lam, prof, mu, 1 / intervals)))
+    assert np.isclose(profit_rate(lam, prof, mu, intervals), expected, rtol=1e-12)
+
+
+scales = st.floats(1e-9, 1e9)
+sources = st.integers(1, 14).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.floats(0, 1e3), min_size=n, max_size=n),
+        st.lists(st.floats(0, 1e6), min_size=n, max_size=n),
+        st.lists(st.floats(0, 1e2), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(sources, st.floats(0, 1e4))
+def test_output_is_always_well_formed(data, budget: float) -> None:
+    lam, prof, mu = (np.array(v) for v in data)
+    sol = solve_intervals(lam, prof, mu, budget)
+    assert not np.isnan(sol.intervals).any()
+    assert np.all(sol.intervals > 0)
+    assert np.isfinite(sol.omega) and sol.omega >= 0
+    assert np.isfinite(sol.objective) and sol.objective >= 0
+    assert sol.cost <= budget * (1 + 1e-9) + 1e-300
+
+
+@settings(max_examples=60, deadline=None)
+@given(sources, scales, st.floats(1.01, 10))
+def test_more_budget_never_lowers_the_objective(data, budget: float, factor: float) -> None:
+    lam, prof, mu = (np.array(v) for v in data)
+    low = solve_intervals(lam, prof, mu, budget)
+    high = solve_intervals(lam, prof, mu, budget * factor)
+    assert high.objective >= low.objective * (1 - 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sources, scales)
+def test_intervals_lengthen_as_omega_rises(data, budget: float) -> None:
+    """Less budget means a higher ω and no kept source recrawled more often."""
+    lam, prof, mu = (np.array(v) for v in data)
+    rich = solve_intervals(lam, prof, mu, budget * 2, repair=False)
+    poor = solve_intervals(lam, prof, mu, budget, repair=False)
+    assert poor.omega >= rich.omega * (1 - 1e-9)
+    both = rich.kept & poor.kept & np.isfinite(rich.intervals)
+    assert np.all(poor.intervals[both] >= rich.intervals[both] * (1 - 1e-6))
