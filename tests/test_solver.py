@@ -174,6 +174,7 @@ def test_intervals_lengthen_as_omega_rises(data, budget: float) -> None:
     lam, prof, mu = (np.array(v) for v in data)
     rich = solve_intervals(lam, prof, mu, budget * 2, repair=False)
     poor = solve_intervals(lam, prof, mu, budget, repair=False)
-    assert poor.omega >= rich.omega * (1 - 1e-9)
+    # (When neither keeps anything both sit at the same kept-set jump, found to 1e-6.)
+    assert poor.omega >= rich.omega * (1 - 1e-5)
     both = rich.kept & poor.kept & np.isfinite(rich.intervals)
     assert np.all(poor.intervals[both] >= rich.intervals[both] * (1 - 1e-6))

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from scrapy_echo.model.solver import IntervalSolution, Solver
 
 _BISECTIONS = 80
+_REFINED = 4
 
 
 def best_kept_set(problem: Problem, solver: Solver) -> IntervalSolution | None:
@@ -58,10 +59,16 @@ def best_kept_set(problem: Problem, solver: Solver) -> IntervalSolution | None:
         fraction = np.where(np.isfinite(x) & (x > 0), -np.expm1(-x) / x, 0.0)
     fraction = np.where(static[None, :], 1.0, fraction)
     value = np.sum(np.where(masks, lam * prof * fraction, 0.0), axis=1)
-    winner = masks[int(np.argmax(value))]
-    kept = np.zeros(problem.size, bool)
-    kept[members[winner]] = True
-    return solver.fixed(kept, method="exact")
+    # Refine the best few with the solver's own search and keep the best refined one: a set
+    # whose schedule needs very long intervals can refine to less than its coarse value.
+    best: IntervalSolution | None = None
+    for row in np.argsort(-value, kind="stable")[:_REFINED]:
+        kept = np.zeros(problem.size, bool)
+        kept[members[masks[row]]] = True
+        solution = solver.fixed(kept, method="exact")
+        if solution is not None and (best is None or solution.objective > best.objective):
+            best = solution
+    return best
 
 
 def _recrawl_rate(

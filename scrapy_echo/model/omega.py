@@ -92,6 +92,7 @@ class Point:
     omega: float
     x: FloatArray  # μI per decaying member
     kept: BoolArray  # per decaying member
+    alive: BoolArray  # per decaying member: y < 1 (recrawled at all)
     static_kept: BoolArray
     cost: float
     slope: float  # ω d cost/dω, the kept set held fixed
@@ -115,7 +116,7 @@ class OmegaSearch:
         """The cheapest feasible ``ω`` and whether the search met its tolerance."""
         budget = self.problem.crawl_rate
         if members.top <= 0 or budget <= 0:  # nothing to schedule, or nothing to spend
-            return self._evaluate(members, max(members.top, 1.0) * (1 + 1e-9), fixed=fixed), True
+            return self._evaluate(members, _above(max(members.top, 1.0)), fixed=fixed), True
         omega = self._first_guess(members, budget, fixed=fixed)
         # Aim inside the tolerance band, not at its edge, so rounding lands feasible.
         target = budget * (1 - 0.5 * self.rtol)
@@ -130,7 +131,9 @@ class OmegaSearch:
                     converged = True
                     break
             bracket.add(point)
-            if bracket.collapsed(self.rtol * budget):
+            # A fixed kept set has no jumps, only steep stretches (y near 1) that ω resolves
+            # slowly: there only a fully collapsed bracket stops the search.
+            if bracket.collapsed(math.inf if fixed else self.rtol * budget):
                 converged = True  # the kept set jumps here: no ω spends the budget exactly
                 break
             omega = bracket.next_omega(point)
@@ -138,7 +141,7 @@ class OmegaSearch:
             # Just above top every source is dead (y > 1: nothing recrawled), which is always
             # feasible. Only reached when the budget needs x = μI past ~30, where ω can no
             # longer resolve x (g(x) rounds to 1): such a schedule is taken as "never recrawl".
-            best = self._evaluate(members, members.top * (1 + 1e-9), fixed=fixed)
+            best = self._evaluate(members, _above(members.top), fixed=fixed)
         return best, converged
 
     def _evaluate(self, members: Members, omega: float, *, fixed: bool) -> Point:
@@ -153,7 +156,7 @@ class OmegaSearch:
             static_kept = members.static_profit > omega
         cost, slope = points.spend(kept)
         cost += float(np.sum(members.static_lam[static_kept]))
-        return Point(omega, points.x.copy(), kept, static_kept, cost, slope)
+        return Point(omega, points.x.copy(), kept, points.alive.copy(), static_kept, cost, slope)
 
     def _first_guess(self, members: Members, budget: float, *, fixed: bool) -> float:
         top = members.top
@@ -179,6 +182,11 @@ class OmegaSearch:
             if 0 < guess < top:
                 return guess
         return top * 1e-3
+
+
+def _above(top: float) -> float:
+    """An ``ω`` just above ``top``, where every source is dead, that is still finite."""
+    return float(min(top * (1 + 1e-9), np.finfo(np.float64).max))
 
 
 def _scaled(problem: Problem, fraction: float) -> Problem:

@@ -218,7 +218,7 @@ class Solver:
         kept[members.index[point.kept]] = True
         kept[members.static_index[point.static_kept]] = True
         intervals = np.full(p.size, np.inf)
-        recrawled = point.kept & (point.x > 0) & (members.points.alive)
+        recrawled = point.kept & (point.x > 0) & point.alive
         chosen = members.index[recrawled]
         with np.errstate(over="ignore"):
             intervals[chosen] = point.x[recrawled] / p.decay[chosen]

@@ -86,15 +86,24 @@ class StationaryPoints:
             np.multiply(self.x, -0.5, out=self._buf2)
             np.maximum(self._buf, self._buf2, out=self._buf)
             np.add(self.x, self._buf, out=self.x)
-        # For a tiny move the prediction's error (~step² relative) is below what Newton would
-        # fix; the search's last, polishing step takes this path.
-        if not (warm and (abs(step) < _TRUST_PREDICTION or self._polish())):
+            np.maximum(self.x, 1e-300, out=self.x)
+        # When the prediction moves every x by less than _TRUST_PREDICTION (relative), its
+        # error (~that squared) is below what Newton would fix: the search's last, polishing
+        # step takes this path. Near y = 1 the sensitivity is huge and Newton must run.
+        trusted = warm and self._largest_relative_move() < _TRUST_PREDICTION
+        if not (warm and (trusted or self._polish())):
             self.x[:] = g_inv(self._y_solved)
         tiny = self.y < _Y_MIN
         if tiny.any():  # Newton loses digits there; the series is exact
             self.x[tiny] = g_inv(self.y[tiny])
         self.omega = omega
         self._derive()
+
+    def _largest_relative_move(self) -> float:
+        """``max |Δx| / x`` of the prediction just applied (``_buf`` holds ``Δx``)."""
+        np.abs(self._buf, out=self._buf2)
+        np.divide(self._buf2, self.x, out=self._buf2)
+        return float(self._buf2.max(initial=0.0))
 
     def _polish(self) -> bool:
         """Newton from the predicted ``x``; False if it did not converge."""

@@ -1,0 +1,328 @@
+"""Crawl policies: which source or new page to crawl next, as decision rules over plain state.
+
+One implementation of each policy of the ECHO paper (section 6) serves both the simulator and
+the Scrapy scheduler. A policy is asked for a decision each time a crawl slot is free; it sees
+the current time, when each source was last crawled, and the :class:`Frontier` of waiting new
+pages. Every re-solve period it gets fresh estimates (``λ, P, μ`` per source) and makes a
+:class:`Plan` from them.
+
+- ``echo-newpages`` (the paper's best): new pages first, most valuable first, as long as a page
+  is worth at least ``ω`` (the value of one crawl); then the source most behind its schedule
+  (largest ``τ/I``). When nothing is worth ``ω`` (the budget is below the new-link rate), the
+  slot goes to whichever is worth more: the best deferred page or the best early recrawl,
+  valued by the index ``V(τ) = (λP/μ) g(μτ)`` (ECHO.md, "the same optimum as an index").
+- ``echo-schedule``: sources strictly every ``I``; spare slots to the most recently discovered
+  new pages; otherwise idle.
+- ``echo-greedy``: new pages first; then the source with the most expected profit waiting on
+  it, ``P λ τ`` (no decay, no solver).
+- ``bfs``: new pages first; then the next source in a fixed random order.
+- ``fixed-quota``: like echo-schedule, but half of all crawls go to sources (most behind
+  schedule first) and half to new pages, whatever is due.
+- ``frequency``: echo-schedule with every source of equal quality (``P = 1``, one common ``μ``):
+  intervals from ``λ`` alone.
+
+Every policy crawls a source it has never crawled before anything else but worthy pages: a
+first crawl is the only way to learn what a source is worth.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, replace
+from typing import ClassVar, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scrapy_echo.model.curves import FloatArray, g
+from scrapy_echo.model.frontier import Frontier
+from scrapy_echo.model.solver import solve_intervals
+
+BoolArray = NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """Per-source model parameters: ``λ`` (links/s), ``P`` (clicks/page), ``μ`` (1/s)."""
+
+    link_rate: FloatArray
+    profit: FloatArray
+    decay: FloatArray
+
+    @classmethod
+    def empty(cls) -> Estimates:
+        return cls(np.zeros(0), np.zeros(0), np.zeros(0))
+
+    def __len__(self) -> int:
+        return int(self.link_rate.size)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a policy derived from its estimates at the last re-solve."""
+
+    estimates: Estimates
+    intervals: FloatArray  # seconds; inf = not recrawled
+    omega: float  # value of one crawl, clicks
+    kept: BoolArray
+
+    @classmethod
+    def empty(cls) -> Plan:
+        return cls(Estimates.empty(), np.zeros(0), 0.0, np.zeros(0, bool))
+
+    def __len__(self) -> int:
+        return int(self.intervals.size)
+
+    def padded(self, sources: int) -> Plan:
+        """The plan for ``sources`` sources: any added since the re-solve are unknown (no
+        value, never recrawled on schedule; policies still give them a first crawl)."""
+        extra = sources - len(self)
+        if extra <= 0:
+            return self
+        zeros = np.zeros(extra)
+        est = self.estimates
+        return replace(
+            self,
+            estimates=Estimates(
+                np.concatenate([est.link_rate, zeros]),
+                np.concatenate([est.profit, zeros]),
+                np.concatenate([est.decay, zeros]),
+            ),
+            intervals=np.concatenate([self.intervals, np.full(extra, np.inf)]),
+            kept=np.concatenate([self.kept, np.zeros(extra, bool)]),
+        )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Crawl ``source`` itself, or (``kind == "page"``) the newest waiting page found on it."""
+
+    kind: Literal["source", "page"]
+    source: int
+
+
+class Policy(ABC):
+    """A crawl policy. Subclasses set ``name`` and implement :meth:`choose`."""
+
+    name: ClassVar[str]
+    uses_solver: ClassVar[bool] = True
+
+    def __init__(self, *, seed: int = 0) -> None:
+        self.seed = seed
+        self.plan = Plan.empty()
+
+    def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
+        """Make a new plan from fresh estimates and the crawl budget (pages/s)."""
+        if self.uses_solver and len(estimates):
+            sol = solve_intervals(
+                estimates.link_rate, estimates.profit, estimates.decay, crawl_rate
+            )
+            self.plan = Plan(estimates, sol.intervals, sol.omega, sol.kept)
+        else:
+            n = len(estimates)
+            self.plan = Plan(estimates, np.full(n, np.inf), 0.0, np.zeros(n, bool))
+        return self.plan
+
+    @abstractmethod
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        """The next crawl, or ``None`` to leave this slot idle.
+
+        ``last_crawl[i]`` is when source ``i`` was last crawled (NaN: never). The caller
+        carries the decision out: crawls the source, or pops the source's newest page.
+        """
+
+    # -- shared pieces -------------------------------------------------------------------
+    def _plan_for(self, last_crawl: FloatArray) -> Plan:
+        self.plan = self.plan.padded(last_crawl.size)
+        return self.plan
+
+    @staticmethod
+    def _first_crawl(last_crawl: FloatArray) -> Decision | None:
+        never = np.flatnonzero(np.isnan(last_crawl))
+        return Decision("source", int(never[0])) if never.size else None
+
+    @staticmethod
+    def _behind(now: float, last_crawl: FloatArray, plan: Plan) -> FloatArray:
+        """``τ/I`` per source: 0 where not recrawled on schedule."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = (now - last_crawl) / plan.intervals
+        return np.where(np.isfinite(ratio), ratio, 0.0)
+
+    @staticmethod
+    def _page_values(
+        now: float, frontier: Frontier, plan: Plan
+    ) -> tuple[NDArray[np.intp], FloatArray]:
+        """Sources with waiting pages and the expected remaining profit of each head page,
+        ``P e^{-μ age}``."""
+        waiting = frontier.waiting_sources()
+        est = plan.estimates
+        age = np.maximum(now - frontier.head_appeared[waiting], 0.0)
+        return waiting, est.profit[waiting] * np.exp(-est.decay[waiting] * age)
+
+    @staticmethod
+    def _newest_discovered(frontier: Frontier) -> Decision | None:
+        waiting = frontier.waiting_sources()
+        if not waiting.size:
+            return None
+        return Decision("page", int(waiting[np.argmax(frontier.head_discovered[waiting])]))
+
+
+class EchoNewPages(Policy):
+    name = "echo-newpages"
+
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        plan = self._plan_for(last_crawl)
+        waiting, values = self._page_values(now, frontier, plan)
+        best_page = int(np.argmax(values)) if values.size else -1
+        if best_page >= 0 and values[best_page] >= plan.omega:
+            return Decision("page", int(waiting[best_page]))
+        first = self._first_crawl(last_crawl)
+        if first is not None:
+            return first
+        ratio = self._behind(now, last_crawl, plan)
+        most_behind = int(np.argmax(ratio)) if ratio.size else -1
+        if most_behind >= 0 and ratio[most_behind] >= 1.0:
+            return Decision("source", most_behind)
+        # Nothing is worth a crawl: spend the slot on the best of what is left.
+        index = _source_index(now, last_crawl, plan)
+        best_source = int(np.argmax(index)) if index.size else -1
+        page_value = values[best_page] if best_page >= 0 else 0.0
+        source_value = index[best_source] if best_source >= 0 else 0.0
+        if best_page >= 0 and page_value >= source_value:
+            return Decision("page", int(waiting[best_page]))
+        if best_source >= 0 and source_value > 0:
+            return Decision("source", best_source)
+        return None
+
+
+class EchoSchedule(Policy):
+    name = "echo-schedule"
+
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        plan = self._plan_for(last_crawl)
+        first = self._first_crawl(last_crawl)
+        if first is not None:
+            return first
+        ratio = self._behind(now, last_crawl, plan)
+        if ratio.size and ratio.max() >= 1.0:
+            return Decision("source", int(np.argmax(ratio)))
+        return self._newest_discovered(frontier)
+
+
+class Frequency(EchoSchedule):
+    name = "frequency"
+
+    def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
+        decay = estimates.decay[np.isfinite(estimates.decay) & (estimates.decay > 0)]
+        common = float(np.median(decay)) if decay.size else 1.0 / 3600
+        equal = Estimates(
+            estimates.link_rate,
+            np.ones(len(estimates)),
+            np.full(len(estimates), common),
+        )
+        super().replan(equal, crawl_rate)
+        # Keep the real estimates for reporting; the schedule is the equal-quality one.
+        self.plan = replace(self.plan, estimates=estimates)
+        return self.plan
+
+
+class FixedQuota(Policy):
+    name = "fixed-quota"
+    source_share: ClassVar[float] = 0.5
+
+    def __init__(self, *, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        self.source_crawls = 0
+        self.page_crawls = 0
+
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        plan = self._plan_for(last_crawl)
+        total = self.source_crawls + self.page_crawls
+        sources_turn = self.source_crawls <= self.source_share * total
+        page = self._newest_discovered(frontier)
+        if sources_turn or page is None:
+            source = self._first_crawl(last_crawl)
+            if source is None and last_crawl.size:
+                ratio = self._behind(now, last_crawl, plan)
+                if ratio.max() > 0:
+                    source = Decision("source", int(np.argmax(ratio)))
+            if source is not None:
+                self.source_crawls += 1
+                return source
+        if page is not None:
+            self.page_crawls += 1
+        return page
+
+
+class EchoGreedy(Policy):
+    name = "echo-greedy"
+    uses_solver = False
+
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        plan = self._plan_for(last_crawl)
+        waiting = frontier.waiting_sources()
+        if waiting.size:
+            return Decision("page", int(waiting[np.argmax(plan.estimates.profit[waiting])]))
+        first = self._first_crawl(last_crawl)
+        if first is not None:
+            return first
+        est = plan.estimates
+        waiting_profit = est.profit * est.link_rate * (now - last_crawl)
+        if not waiting_profit.size or not waiting_profit.max() > 0:
+            return None
+        return Decision("source", int(np.argmax(waiting_profit)))
+
+
+class BreadthFirst(Policy):
+    name = "bfs"
+    uses_solver = False
+
+    def __init__(self, *, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        self._rng = np.random.default_rng(seed)
+        self._order = np.zeros(0, dtype=np.intp)
+        self._next = 0
+
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        waiting = frontier.waiting_sources()
+        if waiting.size:
+            return Decision("page", int(waiting[0]))
+        n = last_crawl.size
+        if n == 0:
+            return None
+        if self._order.size < n:  # new sources join the cycle in a random order of their own
+            added = np.arange(self._order.size, n)
+            self._order = np.concatenate([self._order, self._rng.permutation(added)])
+        source = int(self._order[self._next % n])
+        self._next = (self._next + 1) % n
+        return Decision("source", source)
+
+
+def _source_index(now: float, last_crawl: FloatArray, plan: Plan) -> FloatArray:
+    """``V(τ) = (λP/μ) g(μτ)``: what recrawling each source now is worth (``λPτ`` at
+    ``μ = 0``); 0 for sources the plan does not keep."""
+    est = plan.estimates
+    tau = np.where(np.isnan(last_crawl), np.inf, now - last_crawl)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        value = np.where(
+            est.decay > 0,
+            est.link_rate * est.profit / est.decay * g(est.decay * tau),
+            est.link_rate * est.profit * tau,
+        )
+    return np.where(plan.kept & np.isfinite(value), value, 0.0)
+
+
+POLICIES: dict[str, type[Policy]] = {
+    cls.name: cls
+    for cls in (EchoNewPages, EchoSchedule, EchoGreedy, BreadthFirst, FixedQuota, Frequency)
+}
+
+
+def make_policy(name: str, *, seed: int = 0) -> Policy:
+    """The policy called ``name`` (see :data:`POLICIES`)."""
+    try:
+        cls = POLICIES[name]
+    except KeyError:
+        known = ", ".join(sorted(POLICIES))
+        raise ValueError(f"unknown policy {name!r}; known policies: {known}") from None
+    return cls(seed=seed)

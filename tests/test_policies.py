@@ -1,0 +1,187 @@
+"""Each policy's decision rule on small hand-made states with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scrapy_echo.model.frontier import Frontier
+from scrapy_echo.model.policies import (
+    POLICIES,
+    Decision,
+    Estimates,
+    Plan,
+    make_policy,
+)
+
+NOW = 10_000.0
+
+
+def plan(lam, prof, mu, intervals, omega=0.0, kept=None) -> Plan:
+    lam, prof, mu, intervals = (np.asarray(v, dtype=float) for v in (lam, prof, mu, intervals))
+    kept = np.isfinite(intervals) if kept is None else np.asarray(kept, bool)
+    return Plan(Estimates(lam, prof, mu), intervals, omega, kept)
+
+
+def policy_with(name: str, p: Plan):
+    policy = make_policy(name, seed=1)
+    policy.plan = p
+    return policy
+
+
+def last(*times):
+    return np.array(times, dtype=float)
+
+
+# -- echo-newpages --------------------------------------------------------------------
+def test_newpages_crawls_a_worthy_page_before_an_overdue_source() -> None:
+    p = plan([0.01, 0.01], [10, 10], [1e-4, 1e-4], [100, 100], omega=1.0)
+    frontier = Frontier(2)
+    frontier.push(0, "page", appeared=NOW - 60, discovered=NOW - 10)
+    policy = policy_with("echo-newpages", p)
+    # Source 1 is 50 intervals overdue, but the page is worth ~9.9 > ω = 1.
+    assert policy.choose(NOW, last(NOW, NOW - 5000), frontier) == Decision("page", 0)
+
+
+def test_newpages_takes_the_page_worth_most_now() -> None:
+    # Source 0: P=10, fast decay; source 1: P=5, no decay to speak of.
+    p = plan([0.01, 0.01], [10, 5], [1e-2, 1e-6], [100, 100], omega=0.1)
+    frontier = Frontier(2)
+    frontier.push(0, "fast", appeared=NOW - 300, discovered=NOW)  # 10 e^-3 ≈ 0.50
+    frontier.push(1, "slow", appeared=NOW - 300, discovered=NOW)  # 5 e^-0.0003 ≈ 5.0
+    policy = policy_with("echo-newpages", p)
+    assert policy.choose(NOW, last(NOW, NOW), frontier) == Decision("page", 1)
+    frontier.pop(1)
+    assert policy.choose(NOW, last(NOW, NOW), frontier) == Decision("page", 0)
+
+
+def test_newpages_recrawls_the_source_most_behind_schedule() -> None:
+    p = plan([0.01] * 3, [1] * 3, [1e-3] * 3, [100, 1000, 200], omega=0.5)
+    policy = policy_with("echo-newpages", p)
+    # τ/I = 0.5, 0.4, 1.5: only source 2 is due, and it is the most behind.
+    decision = policy.choose(NOW, last(NOW - 50, NOW - 400, NOW - 300), Frontier(3))
+    assert decision == Decision("source", 2)
+
+
+def test_newpages_first_crawls_a_new_source_before_due_ones() -> None:
+    p = plan([0.01] * 2, [1] * 2, [1e-3] * 2, [100, 100], omega=0.5)
+    policy = policy_with("echo-newpages", p)
+    assert policy.choose(NOW, last(NOW - 900, np.nan), Frontier(2)) == Decision("source", 1)
+
+
+def test_newpages_defers_a_page_worth_less_than_a_crawl() -> None:
+    p = plan([0.01] * 2, [1, 1], [1e-3, 1e-3], [100, 100], omega=0.5)
+    frontier = Frontier(2)
+    frontier.push(0, "stale", appeared=NOW - 3000, discovered=NOW)  # e^-3 ≈ 0.05 < ω
+    policy = policy_with("echo-newpages", p)
+    assert policy.choose(NOW, last(NOW, NOW - 150), frontier) == Decision("source", 1)
+    # With nothing due, the deferred page and an early recrawl compete on value.
+    # Source 1 recrawled 10 s ago: V = (λP/μ) g(μτ) = 10 g(0.01) ≈ 5e-4 < 0.05.
+    assert policy.choose(NOW, last(NOW, NOW - 10), frontier) == Decision("page", 0)
+    # A richer source recrawled 99 s ago (not yet due): V = 100 g(0.099) ≈ 0.45 > 0.05.
+    richer = plan([0.1, 0.1], [1, 1], [1e-3, 1e-3], [100, 100], omega=0.5)
+    policy.plan = richer
+    assert policy.choose(NOW, last(NOW, NOW - 99), frontier) == Decision("source", 1)
+
+
+def test_newpages_idles_only_when_nothing_has_value() -> None:
+    p = plan([0.0], [0.0], [1e-3], [np.inf], omega=0.0, kept=[False])
+    policy = policy_with("echo-newpages", p)
+    assert policy.choose(NOW, last(NOW - 10), Frontier(1)) is None
+
+
+# -- echo-schedule and frequency ------------------------------------------------------
+def test_schedule_crawls_due_sources_strictly_then_newest_discovered_pages() -> None:
+    p = plan([0.01] * 3, [1] * 3, [1e-3] * 3, [100, 100, 100], omega=0.5)
+    frontier = Frontier(3)
+    frontier.push(0, "old", appeared=NOW - 500, discovered=NOW - 400)
+    frontier.push(1, "new", appeared=NOW - 500, discovered=NOW - 100)
+    policy = policy_with("echo-schedule", p)
+    assert policy.choose(NOW, last(NOW - 10, NOW - 10, NOW - 120), frontier) == Decision(
+        "source", 2
+    )
+    assert policy.choose(NOW, last(NOW - 10, NOW - 10, NOW - 20), frontier) == Decision("page", 1)
+    frontier.pop(1)
+    frontier.pop(0)
+    assert policy.choose(NOW, last(NOW - 10, NOW - 10, NOW - 20), frontier) is None
+
+
+def test_frequency_ignores_clicks() -> None:
+    est = Estimates(np.array([0.01, 0.01]), np.array([100.0, 1.0]), np.array([1e-3, 1e-4]))
+    echo = make_policy("echo-schedule").replan(est, crawl_rate=0.1)
+    freq = make_policy("frequency").replan(est, crawl_rate=0.1)
+    assert echo.intervals[0] < echo.intervals[1] / 2  # ECHO favours the valuable source
+    assert np.isclose(freq.intervals[0], freq.intervals[1])  # equal λ, equal interval
+    assert np.array_equal(freq.estimates.profit, est.profit)  # real estimates kept
+
+
+# -- echo-greedy ----------------------------------------------------------------------
+def test_greedy_takes_pages_first_then_most_profit_waiting() -> None:
+    p = plan([0.01, 0.1, 0.02], [10, 2, 1], [1, 1, 1], [np.inf] * 3)
+    policy = policy_with("echo-greedy", p)
+    frontier = Frontier(3)
+    frontier.push(2, "x", appeared=NOW - 5, discovered=NOW)
+    assert policy.choose(NOW, last(NOW - 100, NOW - 100, NOW - 100), frontier) == Decision(
+        "page", 2
+    )
+    frontier.pop(2)
+    # P λ τ = 0.1·100 = 10, 0.2·100 = 20, 0.02·1000 = 20.0..: source 2 has waited longest.
+    assert policy.choose(NOW, last(NOW - 100, NOW - 100, NOW - 1001), frontier) == Decision(
+        "source", 2
+    )
+    assert policy.choose(NOW, last(NOW - 100, NOW - 100, NOW - 999), frontier) == Decision(
+        "source", 1
+    )
+
+
+# -- bfs ------------------------------------------------------------------------------
+def test_bfs_cycles_through_every_source_in_a_fixed_random_order() -> None:
+    policy = make_policy("bfs", seed=7)
+    times = np.zeros(6)
+    frontier = Frontier(6)
+    first = [policy.choose(NOW, times, frontier).source for _ in range(6)]
+    second = [policy.choose(NOW, times, frontier).source for _ in range(6)]
+    assert sorted(first) == list(range(6))
+    assert first == second
+    assert first != list(range(6))  # random, not index order (fixed by the seed)
+    frontier.push(4, "p", appeared=NOW, discovered=NOW)
+    assert policy.choose(NOW, times, frontier) == Decision("page", 4)
+
+
+# -- fixed-quota ----------------------------------------------------------------------
+def test_fixed_quota_gives_half_the_crawls_to_sources() -> None:
+    p = plan([0.01] * 4, [1] * 4, [1e-3] * 4, [1e6] * 4, omega=0.5)
+    policy = policy_with("fixed-quota", p)
+    frontier = Frontier(4)
+    times = last(NOW - 1, NOW - 2, NOW - 3, NOW - 4)
+    kinds = []
+    for i in range(100):
+        frontier.push(i % 4, f"p{i}", appeared=NOW, discovered=NOW)
+        decision = policy.choose(NOW, times, frontier)
+        kinds.append(decision.kind)
+        if decision.kind == "page":
+            frontier.pop(decision.source)
+    assert kinds.count("source") == 50
+
+
+# -- the interface --------------------------------------------------------------------
+def test_every_named_policy_exists_and_unknown_names_fail() -> None:
+    assert set(POLICIES) == {
+        "echo-newpages",
+        "echo-schedule",
+        "echo-greedy",
+        "bfs",
+        "fixed-quota",
+        "frequency",
+    }
+    with pytest.raises(ValueError, match="unknown policy 'echo'"):
+        make_policy("echo")
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_sources_added_after_the_plan_get_a_first_crawl(name: str) -> None:
+    policy = make_policy(name)
+    est = Estimates(np.array([0.01]), np.array([1.0]), np.array([1e-3]))
+    policy.replan(est, crawl_rate=1.0)
+    decisions = {policy.choose(NOW, last(NOW, np.nan), Frontier(2)) for _ in range(2)}
+    assert Decision("source", 1) in decisions
