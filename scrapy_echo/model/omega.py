@@ -20,9 +20,12 @@ from scrapy_echo.model.stationary import StationaryPoints
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.intp]
 
-# A bracket this narrow (relative) whose two ends still differ in cost by more than the
-# tolerance straddles a jump in the kept set: no ω spends the budget exactly, so stop and
-# let the repair pass spend what the jump leaves. Any bracket stops at the second value.
+# A Lagrangian bracket whose ends keep different sources straddles a jump in the kept set:
+# no ω spends the budget exactly. It stops once its ends' costs differ by less than
+# _JUMP_GAP of the budget (the repair's refill spends that sliver exactly, and the sources
+# dropping inside it are worth ~0 at the margin) or its width falls below _JUMP_RTOL. Any
+# bracket stops at _BRACKET_RTOL.
+_JUMP_GAP = 1e-3
 _JUMP_RTOL = 1e-6
 _BRACKET_RTOL = 1e-12
 
@@ -97,6 +100,10 @@ class Point:
     cost: float
     slope: float  # ω d cost/dω, the kept set held fixed
 
+    @property
+    def kept_count(self) -> int:
+        return int(np.count_nonzero(self.kept)) + int(np.count_nonzero(self.static_kept))
+
 
 class OmegaSearch:
     """Finds ``ω`` over a set of members, the kept set chosen by ``ω`` or fixed."""
@@ -112,12 +119,18 @@ class OmegaSearch:
         self.max_iter = max_iter
         self.evaluations = 0
 
-    def run(self, members: Members, *, fixed: bool) -> tuple[Point, bool]:
-        """The cheapest feasible ``ω`` and whether the search met its tolerance."""
+    def run(
+        self, members: Members, *, fixed: bool, near: float | None = None
+    ) -> tuple[Point, bool]:
+        """The cheapest feasible ``ω`` and whether the search met its tolerance; ``near`` is a
+        first guess (the refill of a kept set starts from the Lagrangian's ``ω``)."""
         budget = self.problem.crawl_rate
         if members.top <= 0 or budget <= 0:  # nothing to schedule, or nothing to spend
             return self._evaluate(members, _above(max(members.top, 1.0)), fixed=fixed), True
-        omega = self._first_guess(members, budget, fixed=fixed)
+        if near is not None and 0 < near < members.top:
+            omega = near
+        else:
+            omega = self._first_guess(members, budget, fixed=fixed)
         # Aim inside the tolerance band, not at its edge, so rounding lands feasible.
         target = budget * (1 - 0.5 * self.rtol)
         bracket = _Bracket(target, members.top)
@@ -133,8 +146,11 @@ class OmegaSearch:
             bracket.add(point)
             # A fixed kept set has no jumps, only steep stretches (y near 1) that ω resolves
             # slowly: there only a fully collapsed bracket stops the search.
-            if bracket.collapsed(math.inf if fixed else self.rtol * budget):
-                converged = True  # the kept set jumps here: no ω spends the budget exactly
+            if not fixed and bracket.straddles_jump(budget):
+                converged = True  # no ω spends the budget exactly: the repair's refill does
+                break
+            if bracket.collapsed:
+                converged = True
                 break
             omega = bracket.next_omega(point)
         if best is None:
@@ -201,11 +217,13 @@ def _scaled(problem: Problem, fraction: float) -> Problem:
 
 
 class _Bracket:
-    """Keeps ``lo < ω* <= hi`` and proposes the next ``ω``: Newton on ``log cost`` against
-    ``log ω`` while it converges, else the Illinois variant of regula falsi on the bracket.
+    """Keeps ``lo < ω* <= hi`` and proposes the next ``ω``.
 
-    Newton's slope holds the kept set fixed; where many sources drop out near the root (the
-    budget below ``Σ λ``), the jumps dominate the slope and only the secant sees them.
+    While the kept set stays the same, Newton on ``log cost`` against ``log ω`` (its slope
+    holds the kept set fixed). Where sources drop out between evaluations (the budget below
+    ``Σ λ``), those jumps dominate the cost curve and only a secant through the last two
+    evaluations sees them. When a
+    proposal leaves the bracket, the Illinois variant of regula falsi; failing that, bisection.
     """
 
     def __init__(self, target: float, top: float) -> None:
@@ -213,42 +231,71 @@ class _Bracket:
         self.lo, self.hi = 0.0, top  # cost(lo) > target >= cost(hi); cost(top) = 0
         self.f_lo, self.f_hi = math.inf, -math.inf  # log(cost / target) at each end
         self.cost_lo, self.cost_hi = math.inf, 0.0
+        self.kept_lo, self.kept_hi = -1, -1  # how many sources are kept at each end
         self.side = 0  # which end moved last: -1 lo, +1 hi (Illinois halves a stuck end)
         self.last_move = math.inf
+        self.previous: Point | None = None
 
-    def collapsed(self, cost_tolerance: float) -> bool:
-        if self.lo <= 0:
+    @property
+    def collapsed(self) -> bool:
+        return self.lo > 0 and self.hi / self.lo - 1 < _BRACKET_RTOL
+
+    def straddles_jump(self, budget: float) -> bool:
+        """The kept set changes inside the bracket and no ω in it can do much better: the
+        ends' costs differ by less than ``_JUMP_GAP`` of the budget, or the bracket is too
+        narrow for ω to say more."""
+        if self.lo <= 0 or self.kept_lo == self.kept_hi:
             return False
-        width = self.hi / self.lo - 1
-        jump = self.cost_lo - self.cost_hi > cost_tolerance
-        return width < _BRACKET_RTOL or (jump and width < _JUMP_RTOL)
+        return (
+            self.cost_lo - self.cost_hi <= _JUMP_GAP * budget or self.hi / self.lo - 1 < _JUMP_RTOL
+        )
 
     def add(self, point: Point) -> None:
         f = math.log(point.cost) - self.log_target if point.cost > 0 else -math.inf
         if f > 0:
             self.lo, self.f_lo, self.cost_lo = point.omega, f, point.cost
+            self.kept_lo = point.kept_count
             if self.side == -1:
                 self.f_hi *= 0.5
             self.side = -1
         else:
             self.hi, self.f_hi, self.cost_hi = point.omega, f, point.cost
+            self.kept_hi = point.kept_count
             if self.side == 1:
                 self.f_lo *= 0.5
             self.side = 1
 
     def next_omega(self, point: Point) -> float:
-        newton = self._newton(point)
+        previous, self.previous = self.previous, point
+        if previous is not None and previous.kept_count != point.kept_count:
+            candidate = self._secant(previous, point)
+        else:
+            candidate = self._newton(point)
         if self.lo == 0:
-            return newton if 0 < newton < self.hi else self.hi * 1e-3
-        if self.lo < newton < self.hi:
-            return newton
+            return candidate if 0 < candidate < self.hi else self.hi * 1e-3
+        if self.lo < candidate < self.hi:
+            return candidate
         self.last_move = math.inf  # Newton restarts its convergence check after this
         if math.isfinite(self.f_lo) and math.isfinite(self.f_hi):
             a, b = math.log(self.lo), math.log(self.hi)
             candidate = math.exp(b - self.f_hi * (b - a) / (self.f_hi - self.f_lo))
             if self.lo < candidate < self.hi:
                 return candidate
-        return math.sqrt(self.lo * self.hi)
+        return math.sqrt(self.lo) * math.sqrt(self.hi)  # the product can underflow
+
+    def _step(self, point: Point, elasticity: float) -> float:
+        """The ``ω`` where ``log cost`` reaches the target along ``elasticity``."""
+        if not (point.cost > 0 and elasticity < 0):
+            return math.nan
+        move = -(math.log(point.cost) - self.log_target) / elasticity
+        return point.omega * math.exp(max(-50.0, min(50.0, move)))
+
+    def _secant(self, a: Point, b: Point) -> float:
+        ratio = a.omega / b.omega if b.omega > 0 else math.nan
+        if a.cost <= 0 or b.cost <= 0 or not (0 < ratio < math.inf) or ratio == 1:
+            return math.nan
+        elasticity = (math.log(a.cost) - math.log(b.cost)) / math.log(ratio)
+        return self._step(b, elasticity)
 
     def _newton(self, point: Point) -> float:
         """Newton's proposal, or NaN when there is none or it is not converging."""

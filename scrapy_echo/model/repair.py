@@ -37,7 +37,7 @@ def repair_schedule(
 ) -> IntervalSolution:
     """The best schedule found from the Lagrangian's by refilling and local search."""
     best = lagrangian
-    refilled = solver.fixed(lagrangian.kept)
+    refilled = solver.fixed(lagrangian.kept, near=lagrangian.omega)
     if refilled is not None and refilled.objective > best.objective:
         best = refilled
     idle = (problem.crawl_rate - lagrangian.cost) / problem.crawl_rate

@@ -201,14 +201,16 @@ class Solver:
         members = Members.of(self.problem)
         return self._solution(members, *self.search.run(members, fixed=False), "lagrangian")
 
-    def fixed(self, kept: BoolArray, method: str = "repaired") -> IntervalSolution | None:
+    def fixed(
+        self, kept: BoolArray, method: str = "repaired", *, near: float | None = None
+    ) -> IntervalSolution | None:
         """Best schedule that keeps exactly ``kept``, spending the whole budget; ``None`` if
         their new pages alone exceed it."""
         p = self.problem
         if float(np.sum(p.link_rate[kept & p.active])) >= p.crawl_rate:
             return None
         members = Members.of(p, kept)
-        return self._solution(members, *self.search.run(members, fixed=True), method)
+        return self._solution(members, *self.search.run(members, fixed=True, near=near), method)
 
     def _solution(
         self, members: Members, point: Point, converged: bool, method: str
@@ -220,14 +222,20 @@ class Solver:
         intervals = np.full(p.size, np.inf)
         recrawled = point.kept & (point.x > 0) & point.alive
         chosen = members.index[recrawled]
+        x = point.x[recrawled]
+        mu = p.decay[chosen]
         with np.errstate(over="ignore"):
-            intervals[chosen] = point.x[recrawled] / p.decay[chosen]
+            intervals[chosen] = x / mu
+        static = members.static_index[point.static_kept]
+        # U = λP (1 - e^{-x})/x for the recrawled, λP for static sources, 0 for kept but
+        # never recrawled ones (their pages are found too late to be worth anything).
+        earned = p.link_rate[chosen] * p.profit[chosen] * -np.expm1(-x) / x
         return IntervalSolution(
             intervals=intervals,
             omega=point.omega,
             kept=kept,
-            objective=profit_rate(p.link_rate, p.profit, p.decay, intervals, kept),
-            cost=float(np.sum(1.0 / intervals[kept]) + np.sum(p.link_rate[kept])),
+            objective=float(np.sum(earned)) + float(np.sum(p.link_rate[static] * p.profit[static])),
+            cost=float(np.sum(mu / x)) + float(np.sum(p.link_rate[kept])),
             converged=converged,
             iterations=self.search.evaluations,
             method=method,

@@ -31,6 +31,7 @@ _NEWTON_RTOL = 1e-7
 # over; above, the source is dead (y >= 1) and only needs some finite x.
 _Y_MIN = 1e-6
 _Y_MAX = 1.0 - 1e-12
+_X_AT_Y_MIN = 0.001414880661479091  # g⁻¹(_Y_MIN)
 _MAX_NEWTON = 30
 # Warm starts are used when log ω moved less than this; further, a cold guess is better.
 _WARM_LOG_STEP = 0.3
@@ -91,10 +92,15 @@ class StationaryPoints:
         # error (~that squared) is below what Newton would fix: the search's last, polishing
         # step takes this path. Near y = 1 the sensitivity is huge and Newton must run.
         trusted = warm and self._largest_relative_move() < _TRUST_PREDICTION
+        tiny = self.y < _Y_MIN
+        few_tiny = tiny.any()
+        if few_tiny:
+            # Newton solves these at the clip, y = _Y_MIN; starting them at that root keeps
+            # them from holding the whole loop back. The series gives their real x below.
+            self.x[tiny] = _X_AT_Y_MIN
         if not (warm and (trusted or self._polish())):
             self.x[:] = g_inv(self._y_solved)
-        tiny = self.y < _Y_MIN
-        if tiny.any():  # Newton loses digits there; the series is exact
+        if few_tiny:  # Newton loses digits there; the series is exact
             self.x[tiny] = g_inv(self.y[tiny])
         self.omega = omega
         self._derive()
