@@ -1,0 +1,291 @@
+"""Estimating ``λ, P, μ`` per source (ECHO.md, "Estimating the parameters").
+
+- ``λ``: new links found on the last ``k`` crawls of a source divided by the time those crawls
+  span (the paper: ``k`` = 7). The first crawl of a source only records what is there.
+- ``P, μ``: least squares of ``c_k ≈ P (1 - e^{-μ (k+1)Δ})`` to the average cumulative clicks
+  per page by age bin (from :class:`scrapy_echo.model.clicks.ClickHistogram`, censoring-aware),
+  weighted by the pages behind each bin. For a fixed ``μ`` the best ``P`` is closed form, so the
+  fit is a one-dimensional search over ``log μ``, vectorised over all sources: a grid, then
+  golden-section refinement around the best grid point. No step size to tune.
+- Cold start: defaults for sources without data, pessimistic in ``P`` as in the paper.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from scrapy_echo.model.curves import FloatArray
+
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+class CrawlHistory:
+    """The last ``history + 1`` crawls of every source (time, new links found), in a ring.
+
+    Examples
+    --------
+    >>> h = CrawlHistory(1, history=2)
+    >>> for t, n in [(0.0, 0), (100.0, 5), (200.0, 1), (400.0, 2)]:
+    ...     h.record(0, t, n)
+    >>> float(h.link_rate()[0])  # last 2 crawls: 3 links over 300 s
+    0.01
+    """
+
+    def __init__(self, sources: int, *, history: int = 7) -> None:
+        if history < 1:
+            raise ValueError(f"history must be >= 1, got {history!r}")
+        self.history = int(history)
+        size = self.history + 1  # the crawl before the window marks where it starts
+        self.times: FloatArray = np.full((sources, size), np.nan)
+        self.counts: NDArray[np.int64] = np.zeros((sources, size), dtype=np.int64)
+        self.filled: NDArray[np.int64] = np.zeros(sources, dtype=np.int64)
+        self.next: NDArray[np.int64] = np.zeros(sources, dtype=np.int64)
+
+    @property
+    def sources(self) -> int:
+        return int(self.filled.size)
+
+    def grow(self, sources: int) -> None:
+        extra = sources - self.sources
+        if extra > 0:
+            size = self.history + 1
+            self.times = np.concatenate([self.times, np.full((extra, size), np.nan)])
+            self.counts = np.concatenate([self.counts, np.zeros((extra, size), np.int64)])
+            self.filled = np.concatenate([self.filled, np.zeros(extra, np.int64)])
+            self.next = np.concatenate([self.next, np.zeros(extra, np.int64)])
+
+    def record(self, source: int, time: float, new_links: int) -> None:
+        """One crawl of ``source`` at ``time`` that found ``new_links`` new links."""
+        if new_links < 0:
+            raise ValueError(f"new_links must be >= 0, got {new_links!r}")
+        if source >= self.sources:
+            self.grow(source + 1)
+        slot = int(self.next[source])
+        newest = self.times[source, (slot - 1) % (self.history + 1)]
+        if self.filled[source] and time < newest:
+            raise ValueError(f"crawl times of source {source} must not go back in time")
+        # The very first crawl only records what is there: none of its links count as new.
+        self.counts[source, slot] = new_links if self.filled[source] else 0
+        self.times[source, slot] = time
+        self.next[source] = (slot + 1) % (self.history + 1)
+        self.filled[source] = min(int(self.filled[source]) + 1, self.history + 1)
+
+    def link_rate(self) -> FloatArray:
+        """``λ`` per source; NaN for sources crawled fewer than twice (unknown)."""
+        size = self.history + 1
+        rows = np.arange(self.sources)
+        newest = self.times[rows, (self.next - 1) % size]
+        # With a full ring the oldest entry is the one about to be overwritten; before that,
+        # it is the first crawl (slot 0).
+        oldest_slot = np.where(self.filled == size, self.next, 0)
+        oldest = self.times[rows, oldest_slot]
+        links = self.counts.sum(axis=1) - self.counts[rows, oldest_slot]
+        span = newest - oldest
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate = links / span
+        return np.where((self.filled >= 2) & (span > 0), rate, np.nan)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain lists, for JSON persistence."""
+        return {
+            "history": self.history,
+            "times": np.where(np.isnan(self.times), None, self.times).tolist(),
+            "counts": self.counts.tolist(),
+            "filled": self.filled.tolist(),
+            "next": self.next.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CrawlHistory:
+        out = cls(len(data["filled"]), history=int(data["history"]))
+        if out.sources:
+            out.times = np.array(data["times"], dtype=np.float64)  # None -> nan
+            out.counts = np.array(data["counts"], dtype=np.int64)
+            out.filled = np.array(data["filled"], dtype=np.int64)
+            out.next = np.array(data["next"], dtype=np.int64)
+        return out
+
+
+@dataclass(frozen=True)
+class DecayFit:
+    """``P, μ`` per source; NaN and ``fitted == False`` where there was no data."""
+
+    profit: FloatArray
+    decay: FloatArray
+    pages: FloatArray  # pages behind the fit (those old enough for its first bin)
+    residual: FloatArray
+    fitted: NDArray[np.bool_]
+
+
+def fit_profit_decay(
+    cumulative: ArrayLike,
+    pages: ArrayLike,
+    *,
+    bin_width: float = 1200.0,
+    decay_min: float = 1e-7,
+    decay_max: float = 1e-1,
+    grid: int = 48,
+    refine: int = 40,
+) -> DecayFit:
+    """Fit ``c_k ≈ P (1 - e^{-μ (k+1)Δ})`` per source by weighted least squares.
+
+    Parameters
+    ----------
+    cumulative : array_like, shape (sources, bins)
+        Mean cumulative clicks per page within the first ``(k+1)·bin_width`` of age.
+    pages : array_like, shape (sources, bins)
+        Pages behind each mean (the weights; 0 ignores the bin).
+    bin_width : float
+        Seconds per bin.
+    decay_min, decay_max : float
+        Range searched for ``μ`` (1/s). Clicks still growing linearly over the whole horizon
+        fit at ``decay_min``; clicks all in the first bin at ``decay_max``.
+    grid, refine : int
+        Points of the log-spaced grid, and golden-section steps around its best point.
+
+    Examples
+    --------
+    >>> t = 1200.0 * np.arange(1, 73)
+    >>> c = 8.0 * (1 - np.exp(-1e-4 * t))
+    >>> fit = fit_profit_decay(c[None, :], np.full((1, 72), 50))
+    >>> round(float(fit.profit[0]), 6), round(float(fit.decay[0]) * 1e4, 6)
+    (8.0, 1.0)
+    """
+    c = np.atleast_2d(np.asarray(cumulative, dtype=np.float64))
+    w = np.atleast_2d(np.asarray(pages, dtype=np.float64))
+    if c.shape != w.shape:
+        raise ValueError(f"cumulative and pages must have one shape, got {c.shape} and {w.shape}")
+    if not (np.isfinite(c) | (w == 0)).all() or (c < 0).any() or (w < 0).any():
+        raise ValueError("cumulative and pages must be finite and >= 0 where pages > 0")
+    if not 0 < decay_min < decay_max:
+        raise ValueError(f"need 0 < decay_min < decay_max, got {decay_min!r}, {decay_max!r}")
+    c = np.where(w > 0, c, 0.0)
+    ages = bin_width * np.arange(1, c.shape[1] + 1)
+    wc = w * c
+    wcc = (wc * c).sum(axis=1)
+
+    def sse(log_mu: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Residual and best ``P`` per source for per-source (or shared) ``log μ``."""
+        h = -np.expm1(-np.exp(log_mu)[..., None] * ages)
+        a = (wc * h).sum(axis=-1)
+        b = (w * h * h).sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            best = np.where(b > 0, a / b, 0.0)
+        return wcc - best * a, best
+
+    # Grid over log μ, all sources at once: h is (grid, bins), products are (sources, grid).
+    logs = np.linspace(math.log(decay_min), math.log(decay_max), grid)
+    h = -np.expm1(-np.exp(logs)[:, None] * ages[None, :])
+    a = wc @ h.T
+    b = w @ (h * h).T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        residual = wcc[:, None] - np.where(b > 0, a * a / b, 0.0)
+    k = np.argmin(residual, axis=1)
+    lo = logs[np.maximum(k - 1, 0)]
+    hi = logs[np.minimum(k + 1, grid - 1)]
+    # Golden section on [lo, hi] per source (the residual is unimodal near its grid minimum).
+    c_pt = hi - _GOLDEN * (hi - lo)
+    d_pt = lo + _GOLDEN * (hi - lo)
+    fc, _ = sse(c_pt)
+    fd, _ = sse(d_pt)
+    for _ in range(refine):
+        left = fc < fd  # the minimum lies in [lo, d]
+        hi = np.where(left, d_pt, hi)
+        lo = np.where(left, lo, c_pt)
+        fresh = np.where(left, hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo))
+        f_fresh, _ = sse(fresh)
+        c_pt, d_pt = np.where(left, fresh, d_pt), np.where(left, c_pt, fresh)
+        fc, fd = np.where(left, f_fresh, fd), np.where(left, fc, f_fresh)
+    log_mu = 0.5 * (lo + hi)
+    res, profit = sse(log_mu)
+    fitted = w.sum(axis=1) > 0
+    profit = np.maximum(profit, 0.0)
+    decay = np.exp(log_mu)
+    # No clicks at all: worthless as far as we know, and the decay is anybody's guess.
+    decay = np.where(profit > 0, decay, np.nan)
+    return DecayFit(
+        profit=np.where(fitted, profit, np.nan),
+        decay=np.where(fitted, decay, np.nan),
+        pages=w[:, 0].copy(),
+        residual=np.where(fitted, np.maximum(res, 0.0), np.nan),
+        fitted=fitted,
+    )
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """Defaults for what is not known yet.
+
+    Attributes
+    ----------
+    link_rate : float
+        ``λ`` (links/s) of a source crawled fewer than twice, while no source has a measured
+        ``λ``; afterwards the median of the measured ones.
+    profit : float
+        ``P`` of a source without click data, while no source has any; afterwards the
+        ``profit_quantile`` of the fitted ones: pessimistic, as the paper advises, so a source
+        is not crawled often before there is feedback (``P = 0`` would never crawl it).
+    decay : float
+        ``μ`` (1/s) without data, while no source has a fit; afterwards their median.
+    profit_quantile : float
+        See ``profit``.
+    prior_pages : float
+        Weight of the prior ``P`` in pages: a fitted ``P`` from ``n`` pages is shrunk to
+        ``(n P_fit + prior_pages P_prior) / (n + prior_pages)``, so one lucky page does not
+        put a source at the top of the schedule.
+    """
+
+    link_rate: float = 1.0 / 3600.0
+    profit: float = 1.0
+    decay: float = math.log(2.0) / (6 * 3600.0)
+    profit_quantile: float = 0.1
+    prior_pages: float = 5.0
+
+    def __post_init__(self) -> None:
+        for name in ("link_rate", "profit", "decay"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"ColdStart.{name} must be finite and >= 0, got {value!r}")
+        if not 0 <= self.profit_quantile <= 1:
+            raise ValueError(
+                f"ColdStart.profit_quantile must be in [0, 1], got {self.profit_quantile!r}"
+            )
+        if not self.prior_pages >= 0:
+            raise ValueError(f"ColdStart.prior_pages must be >= 0, got {self.prior_pages!r}")
+
+
+def apply_cold_start(
+    link_rate: FloatArray, fit: DecayFit, cold: ColdStart
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(λ, P, μ)`` for the solver: measurements where there are some, defaults elsewhere."""
+    lam = np.asarray(link_rate, dtype=np.float64)
+    known_lam = lam[np.isfinite(lam)]
+    lam_prior = float(np.median(known_lam)) if known_lam.size else cold.link_rate
+    lam = np.where(np.isfinite(lam), lam, lam_prior)
+
+    fitted = fit.fitted & np.isfinite(fit.profit)
+    p_prior = (
+        float(np.quantile(fit.profit[fitted], cold.profit_quantile))
+        if fitted.any()
+        else cold.profit
+    )
+    n = np.where(fitted, fit.pages, 0.0)
+    with np.errstate(invalid="ignore"):
+        shrunk = (n * np.where(fitted, fit.profit, 0.0) + cold.prior_pages * p_prior) / (
+            n + cold.prior_pages
+        )
+    prof = (
+        np.where(fitted, shrunk, p_prior)
+        if cold.prior_pages > 0
+        else np.where(fitted, fit.profit, p_prior)
+    )
+
+    has_decay = np.isfinite(fit.decay)
+    mu_prior = float(np.median(fit.decay[has_decay])) if has_decay.any() else cold.decay
+    mu = np.where(has_decay, fit.decay, mu_prior)
+    return lam, np.nan_to_num(prof, nan=p_prior), mu

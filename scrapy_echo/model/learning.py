@@ -1,0 +1,136 @@
+"""What the crawler has learned about each source, turned into estimates for the policy.
+
+One object serves the simulator and the live crawler alike: it is told of each source crawl
+(how many new links it found), each new page crawled (its source and estimated appearance
+time) and each batch of clicks, and at every re-solve it answers with ``λ, P, μ`` per source
+(:class:`scrapy_echo.model.policies.Estimates`), cold-start defaults filling what it does not
+know yet.
+
+Clicks may arrive for a page before the crawler has fetched it (analytics see a page from the
+moment it is published). Such clicks wait in a bounded buffer for up to ``pending_horizon``
+seconds, and are folded in if the page is crawled in time; otherwise they are dropped and
+counted, as are clicks for pages never crawled.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+from typing import TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scrapy_echo.model.clicks import ClickHistogram
+from scrapy_echo.model.estimators import ColdStart, CrawlHistory, apply_cold_start, fit_profit_decay
+from scrapy_echo.model.policies import Estimates
+
+T = TypeVar("T", bound=np.generic)
+
+
+class SourceLearner:
+    """Estimates ``λ, P, μ`` per source from crawl yields and clicks.
+
+    Parameters
+    ----------
+    sources : int
+        Sources known at the start (more may be added with :meth:`grow`).
+    history : int
+        Crawls of a source behind its ``λ`` (the paper: 7).
+    bin_width, bins : float, int
+        Age bins of the click fit (the paper: 20 minutes).
+    grace : float
+        How long past the fit's horizon a page still takes late clicks (the push period).
+    cold : ColdStart
+        Defaults for sources without data.
+    pending_horizon : float
+        How long clicks for a not-yet-crawled page are kept, seconds.
+    max_pending : int
+        Most such clicks kept at once; the oldest are dropped first.
+    """
+
+    def __init__(
+        self,
+        sources: int,
+        *,
+        history: int = 7,
+        bin_width: float = 1200.0,
+        bins: int = 72,
+        grace: float = 3600.0,
+        cold: ColdStart | None = None,
+        pending_horizon: float = 86400.0,
+        max_pending: int = 1_000_000,
+    ) -> None:
+        self.crawls = CrawlHistory(sources, history=history)
+        self.clicks = ClickHistogram(bin_width=bin_width, bins=bins, grace=grace)
+        self.cold = cold if cold is not None else ColdStart()
+        self.pending_horizon = float(pending_horizon)
+        self.max_pending = int(max_pending)
+        # page -> [(ts, count), ...]: clicks that came before the page was crawled
+        self._pending: OrderedDict[Hashable, list[tuple[float, float]]] = OrderedDict()
+        self._pending_rows = 0
+        self.dropped_clicks = 0  # rows never matched to a crawled page
+        self._sources = sources
+
+    @property
+    def sources(self) -> int:
+        return self._sources
+
+    def grow(self, sources: int) -> None:
+        """Make room for ``sources`` sources (added at run time)."""
+        if sources > self._sources:
+            self.crawls.grow(sources)
+            self._sources = sources
+
+    def record_crawl(self, source: int, time: float, new_links: int) -> None:
+        self.grow(source + 1)
+        self.crawls.record(source, time, new_links)
+
+    def add_page(self, page: Hashable, *, source: int, appeared: float) -> None:
+        """A new page of ``source`` was crawled; it appeared at about ``appeared``."""
+        self.grow(source + 1)
+        self.clicks.add_page(page, source=source, appeared=appeared)
+        waiting = self._pending.pop(page, None)
+        if waiting:
+            self._pending_rows -= len(waiting)
+            ts, counts = zip(*waiting, strict=True)
+            self.clicks.add_clicks([page] * len(waiting), ts, counts)
+
+    def add_clicks(
+        self, pages: Iterable[Hashable], ts: Iterable[float], counts: Iterable[float]
+    ) -> None:
+        """Fold in a batch of click rows (already validated)."""
+        pages, ts, counts = list(pages), list(ts), list(counts)
+        unknown = self.clicks.add_clicks(pages, ts, counts)
+        for i in unknown:
+            self._pending.setdefault(pages[i], []).append((ts[i], counts[i]))
+        self._pending_rows += len(unknown)
+        if unknown:
+            self._trim(max(ts))
+
+    def estimates(self, now: float) -> Estimates:
+        """``λ, P, μ`` for every source, as of ``now``."""
+        table = self.clicks.table(now)
+        n = self._sources
+        cumulative, pages = _pad_rows(table.cumulative, n), _pad_rows(table.pages, n)
+        fit = fit_profit_decay(cumulative, pages, bin_width=table.bin_width)
+        lam, prof, mu = apply_cold_start(self.crawls.link_rate(), fit, self.cold)
+        return Estimates(lam, prof, mu)
+
+    def _trim(self, now: float) -> None:
+        """Drop pending clicks that are too old or too many, oldest page first."""
+        while self._pending and (
+            self._pending_rows > self.max_pending
+            or next(iter(self._pending.values()))[-1][0] < now - self.pending_horizon
+        ):
+            _, rows = self._pending.popitem(last=False)
+            self._pending_rows -= len(rows)
+            self.dropped_clicks += len(rows)
+
+
+def _pad_rows(array: NDArray[T], rows: int) -> NDArray[T]:
+    """``array`` with zero rows added (or rows cut) to have exactly ``rows`` rows."""
+    if array.shape[0] >= rows:
+        return array[:rows]
+    pad = np.zeros((rows - array.shape[0], *array.shape[1:]), dtype=array.dtype)
+    return np.concatenate([array, pad])

@@ -1,0 +1,101 @@
+"""The incremental click histogram against a direct recomputation from all clicks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_echo.model.clicks import ClickHistogram
+
+
+def direct_table(sources, appeared, click_page, click_ts, click_count, now, width, bins):
+    """c[s, k] by definition: mean over pages at least (k+1)·width old of their clicks at
+    ages [0, (k+1)·width), counting clicks stamped before appearance at age 0."""
+    n_src = max(sources) + 1
+    total = np.zeros((n_src, bins))
+    pages = np.zeros((n_src, bins), dtype=np.int64)
+    for p, (s, a) in enumerate(zip(sources, appeared, strict=True)):
+        for k in range(bins):
+            if now - a >= (k + 1) * width:
+                age = np.maximum(np.asarray(click_ts)[np.asarray(click_page) == p] - a, 0)
+                counts = np.asarray(click_count)[np.asarray(click_page) == p]
+                total[s, k] += counts[age < (k + 1) * width].sum()
+                pages[s, k] += 1
+    mean = np.where(pages > 0, total / np.maximum(pages, 1), 0.0)
+    return mean, pages
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 12).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.integers(0, 3), min_size=n, max_size=n),
+            st.lists(st.floats(0, 500), min_size=n, max_size=n),
+            st.lists(
+                st.tuples(st.integers(0, n - 1), st.floats(0, 1000), st.integers(1, 5)),
+                max_size=40,
+            ),
+        )
+    ),
+    st.floats(0, 1500),
+    st.integers(0, 3),
+)
+def test_matches_direct_recomputation(data, now, pushes) -> None:
+    sources, appeared, clicks = data
+    hist = ClickHistogram(bin_width=60.0, bins=5, grace=1e9)  # grace: nothing folds
+    for p, (s, a) in enumerate(zip(sources, appeared, strict=True)):
+        hist.add_page(p, source=s, appeared=a)
+    # Deliver the clicks in a few pushes, as the click feed does.
+    for part in np.array_split(np.arange(len(clicks)), pushes + 1):
+        rows = [clicks[i] for i in part]
+        hist.add_clicks([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    table = hist.table(now)
+    mean, pages = direct_table(
+        sources,
+        appeared,
+        [c[0] for c in clicks],
+        [c[1] for c in clicks],
+        [c[2] for c in clicks],
+        now,
+        60.0,
+        5,
+    )
+    assert np.array_equal(table.pages[: mean.shape[0]], pages)
+    assert np.allclose(table.cumulative[: mean.shape[0]], mean)
+
+
+def test_folding_old_pages_keeps_the_table() -> None:
+    rng = np.random.default_rng(4)
+    appeared = rng.uniform(0, 2000, 50)
+    sources = rng.integers(0, 4, 50)
+    click_page = rng.integers(0, 50, 400)
+    click_ts = appeared[click_page] + rng.exponential(100, 400)
+    kept = ClickHistogram(bin_width=60.0, bins=5, grace=1e9)
+    folding = ClickHistogram(bin_width=60.0, bins=5, grace=0.0)
+    for hist in (kept, folding):
+        for p in range(50):
+            hist.add_page(p, source=int(sources[p]), appeared=float(appeared[p]))
+        hist.add_clicks(click_page.tolist(), click_ts.tolist(), [1] * 400)
+    a, b = kept.table(3000.0), folding.table(3000.0)
+    assert len(folding) < len(kept)  # old pages were folded away ...
+    assert np.array_equal(a.pages, b.pages)  # ... and the table did not change
+    assert np.allclose(a.cumulative, b.cumulative)
+
+
+def test_unknown_and_folded_pages_are_reported() -> None:
+    hist = ClickHistogram(bin_width=10.0, bins=2, grace=0.0)
+    hist.add_page("a", source=0, appeared=0.0)
+    assert hist.add_clicks(["a", "zzz"], [1.0, 1.0], [1, 1]) == [1]
+    hist.table(now=100.0)  # "a" is past the horizon: folded
+    assert hist.add_clicks(["a"], [30.0], [1]) == [0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"bin_width": 0}, "bin_width"), ({"bins": 0}, "bins"), ({"grace": -1}, "grace")],
+)
+def test_bad_parameters(kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        ClickHistogram(**kwargs)

@@ -1,0 +1,193 @@
+"""λ from crawl histories, P and μ from click histograms, and the cold start."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_echo.model.clicks import ClickHistogram
+from scrapy_echo.model.estimators import (
+    ColdStart,
+    CrawlHistory,
+    DecayFit,
+    apply_cold_start,
+    fit_profit_decay,
+)
+
+BIN = 1200.0
+BINS = 72
+
+
+# -- λ ------------------------------------------------------------------------------------
+def test_first_crawl_is_ignored_and_one_crawl_is_unknown() -> None:
+    h = CrawlHistory(2, history=7)
+    h.record(0, 0.0, 40)  # first crawl: 40 links there, none of them new
+    assert np.isnan(h.link_rate()).all()
+    h.record(0, 100.0, 3)
+    assert h.link_rate()[0] == pytest.approx(3 / 100)
+    assert np.isnan(h.link_rate()[1])
+
+
+def test_window_starts_at_the_crawl_before_it() -> None:
+    h = CrawlHistory(1, history=3)
+    times = [0, 10, 30, 60, 100, 150]
+    counts = [99, 1, 2, 3, 4, 5]
+    for t, n in zip(times, counts, strict=True):
+        h.record(0, float(t), n)
+    # Last 3 crawls (100... no: 60, 100, 150 found 3+4+5), starting at the crawl at 30.
+    assert h.link_rate()[0] == pytest.approx((3 + 4 + 5) / (150 - 30))
+
+
+def brute_force_rate(times: list[float], counts: list[int], history: int) -> float:
+    if len(times) < 2:
+        return math.nan
+    window = list(range(max(1, len(times) - history), len(times)))
+    start = times[window[0] - 1]
+    span = times[-1] - start
+    return sum(counts[i] for i in window) / span if span > 0 else math.nan
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(1, 9),
+    st.lists(st.tuples(st.floats(0.1, 1e4), st.integers(0, 50)), max_size=25),
+)
+def test_ring_buffer_matches_brute_force(history: int, crawls) -> None:
+    h = CrawlHistory(1, history=history)
+    times, counts, now = [], [], 0.0
+    for gap, n in crawls:
+        now += gap
+        h.record(0, now, n)
+        times.append(now)
+        counts.append(n)
+    expected = brute_force_rate(times, counts, history)
+    got = h.link_rate()[0]
+    if math.isnan(expected):
+        assert math.isnan(got)
+    else:
+        assert got == pytest.approx(expected, rel=1e-12)
+    back = CrawlHistory.from_dict(h.to_dict())
+    assert np.array_equal(back.link_rate(), h.link_rate(), equal_nan=True)
+
+
+def test_bad_crawls_are_rejected() -> None:
+    h = CrawlHistory(1)
+    h.record(0, 10.0, 1)
+    with pytest.raises(ValueError, match="back in time"):
+        h.record(0, 5.0, 1)
+    with pytest.raises(ValueError, match="new_links"):
+        h.record(0, 20.0, -1)
+
+
+# -- P and μ --------------------------------------------------------------------------------
+def synthetic_pages(rng, profit, decay, pages, first, last):
+    """Pages appearing uniformly in [first, last]; Poisson clicks at Exp(μ) delays."""
+    appeared = rng.uniform(first, last, pages)
+    totals = rng.poisson(profit, pages)
+    page = np.repeat(np.arange(pages), totals)
+    ts = appeared[page] + rng.exponential(1 / decay, page.size)
+    return appeared, page, ts
+
+
+def fill(hist, source, appeared, page, ts, offset, now):
+    for j, a in enumerate(appeared):
+        hist.add_page(offset + j, source=source, appeared=float(a))
+    seen = ts <= now
+    hist.add_clicks((offset + page[seen]).tolist(), ts[seen].tolist(), [1] * int(seen.sum()))
+
+
+def test_fit_recovers_profit_and_decay_within_five_percent() -> None:
+    rng = np.random.default_rng(12)
+    profits = rng.uniform(5, 50, 20)
+    decays = np.exp(rng.uniform(math.log(5e-5), math.log(1e-3), 20))
+    hist = ClickHistogram(bin_width=BIN, bins=BINS, grace=1e9)
+    now = 8 * 86400.0
+    for s in range(20):  # 600 pages each, all older than the day the fit looks at
+        appeared, page, ts = synthetic_pages(rng, profits[s], decays[s], 600, 0, 6 * 86400)
+        fill(hist, s, appeared, page, ts, s * 1000, now)
+    table = hist.table(now)
+    fit = fit_profit_decay(table.cumulative, table.pages, bin_width=BIN)
+    assert fit.fitted.all()
+    assert np.max(np.abs(fit.profit / profits - 1)) < 0.05
+    assert np.max(np.abs(fit.decay / decays - 1)) < 0.05
+
+
+def test_censoring_aware_fit_is_right_where_the_naive_one_is_biased() -> None:
+    rng = np.random.default_rng(3)
+    profit, decay, now = 10.0, 5e-5, 86400.0
+    # A source found a day ago whose pages appear steadily up to `now`: many are still young.
+    appeared, page, ts = synthetic_pages(rng, profit, decay, 4000, 0, now)
+    hist = ClickHistogram(bin_width=BIN, bins=BINS, grace=1e9)
+    fill(hist, 0, appeared, page, ts, 0, now)
+    table = hist.table(now)
+    aware = fit_profit_decay(table.cumulative, table.pages, bin_width=BIN)
+    # Naive: every page in every bin, whatever its age.
+    seen = ts <= now
+    ages = np.maximum(ts[seen] - appeared[page[seen]], 0)
+    edges = BIN * np.arange(1, BINS + 1)
+    naive_c = np.array([(ages < e).sum() for e in edges]) / appeared.size
+    naive = fit_profit_decay(naive_c[None, :], np.full((1, BINS), appeared.size), bin_width=BIN)
+    assert abs(aware.profit[0] / profit - 1) < 0.05
+    assert abs(aware.decay[0] / decay - 1) < 0.05
+    # Young pages drag the naive averages down at long ages: P too low, decay too fast.
+    assert naive.profit[0] < 0.85 * profit
+    assert naive.decay[0] > 1.2 * decay
+
+
+def test_degenerate_click_data() -> None:
+    cumulative = np.zeros((3, 4))
+    pages = np.array([[5, 5, 5, 5], [0, 0, 0, 0], [3, 3, 0, 0]])
+    cumulative[2] = [1.0, 2.0, 0.0, 0.0]  # growing linearly: no decay seen yet
+    fit = fit_profit_decay(cumulative, pages, bin_width=BIN)
+    assert fit.fitted.tolist() == [True, False, True]
+    assert fit.profit[0] == 0.0 and np.isnan(fit.decay[0])  # clicks none: worthless
+    assert np.isnan(fit.profit[1]) and np.isnan(fit.decay[1])
+    assert np.isfinite(fit.profit[2]) and fit.profit[2] > 0
+    assert fit.decay[2] == pytest.approx(1e-7, rel=0.05)  # the bottom of the search range
+
+
+def test_fit_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="one shape"):
+        fit_profit_decay(np.zeros((2, 3)), np.zeros((2, 4)))
+    with pytest.raises(ValueError, match=">= 0"):
+        fit_profit_decay(-np.ones((1, 3)), np.ones((1, 3)))
+
+
+# -- cold start -----------------------------------------------------------------------------
+def test_cold_start_fills_unknowns_and_shrinks_thin_evidence() -> None:
+    fit = DecayFit(
+        profit=np.array([10.0, 2.0, np.nan, 4.0]),
+        decay=np.array([1e-4, 2e-4, np.nan, np.nan]),
+        pages=np.array([95.0, 5.0, 0.0, 10.0]),
+        residual=np.zeros(4),
+        fitted=np.array([True, True, False, True]),
+    )
+    cold = ColdStart(profit_quantile=0.0, prior_pages=5.0)
+    lam, prof, mu = apply_cold_start(np.array([0.1, np.nan, 0.3, np.nan]), fit, cold)
+    assert lam.tolist() == [0.1, 0.2, 0.3, 0.2]  # unknown: median of the measured
+    prior = 2.0  # the 0th quantile of the fitted P
+    assert prof[0] == pytest.approx((95 * 10 + 5 * prior) / 100)
+    assert prof[1] == pytest.approx(2.0)
+    assert prof[2] == prior
+    assert mu[2] == pytest.approx(np.median([1e-4, 2e-4]))
+    assert not np.isnan(prof).any() and not np.isnan(mu).any()
+
+
+def test_cold_start_without_any_data_uses_the_defaults() -> None:
+    fit = fit_profit_decay(np.zeros((2, 3)), np.zeros((2, 3)))
+    cold = ColdStart()
+    lam, prof, mu = apply_cold_start(np.array([np.nan, np.nan]), fit, cold)
+    assert lam.tolist() == [cold.link_rate] * 2
+    assert prof.tolist() == [cold.profit] * 2
+    assert mu.tolist() == [cold.decay] * 2
+
+
+def test_cold_start_validates() -> None:
+    with pytest.raises(ValueError, match=r"ColdStart\.profit must"):
+        ColdStart(profit=-1.0)
+    with pytest.raises(ValueError, match="profit_quantile"):
+        ColdStart(profit_quantile=2.0)

@@ -1,0 +1,59 @@
+"""The learner that turns crawl yields and clicks into estimates for the policy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scrapy_echo.model.estimators import ColdStart
+from scrapy_echo.model.learning import SourceLearner
+
+
+def test_estimates_before_any_data_are_the_cold_start() -> None:
+    cold = ColdStart(link_rate=0.5, profit=2.0, decay=1e-3)
+    est = SourceLearner(3, cold=cold).estimates(now=0.0)
+    assert est.link_rate.tolist() == [0.5] * 3
+    assert est.profit.tolist() == [2.0] * 3
+    assert est.decay.tolist() == [1e-3] * 3
+
+
+def test_learns_link_rate_and_clicks() -> None:
+    learner = SourceLearner(2, bin_width=60.0, bins=10, grace=0.0)
+    for t, n in [(0.0, 0), (600.0, 6), (1200.0, 6)]:
+        learner.record_crawl(0, t, n)
+    rng = np.random.default_rng(0)
+    for j in range(200):
+        learner.add_page(j, source=0, appeared=float(j))
+    page = rng.integers(0, 200, 4000)
+    ts = page + rng.exponential(120.0, 4000)  # μ = 1/120 s
+    learner.add_clicks(page.tolist(), ts.tolist(), [1] * 4000)
+    est = learner.estimates(now=5000.0)
+    assert est.link_rate[0] == pytest.approx(12 / 1200)
+    assert est.profit[0] == pytest.approx(4000 / 200, rel=0.1)
+    assert est.decay[0] == pytest.approx(1 / 120, rel=0.1)
+    assert not np.isnan(est.profit).any() and not np.isnan(est.link_rate).any()
+
+
+def test_clicks_before_the_crawl_wait_for_the_page() -> None:
+    learner = SourceLearner(1, bin_width=60.0, bins=5)
+    learner.add_clicks(["early"], [10.0], [7])  # the page is not crawled yet
+    learner.add_page("early", source=0, appeared=0.0)
+    table = learner.clicks.table(now=400.0)
+    assert table.cumulative[0, 0] == 7.0
+
+
+def test_pending_clicks_are_bounded_and_counted() -> None:
+    learner = SourceLearner(1, pending_horizon=100.0, max_pending=3)
+    learner.add_clicks(["a", "b", "c", "d"], [1.0, 2.0, 3.0, 4.0], [1, 1, 1, 1])
+    assert learner.dropped_clicks == 1  # the oldest page's click went first
+    learner.add_clicks(["e"], [500.0], [1])  # everything older than 100 s expires
+    assert learner.dropped_clicks == 4
+    learner.add_page("a", source=0, appeared=0.0)  # too late: its click is gone
+    assert learner.clicks.table(now=1e5).cumulative.sum() == 0.0
+
+
+def test_sources_added_at_run_time() -> None:
+    learner = SourceLearner(1)
+    learner.record_crawl(4, 0.0, 0)
+    assert learner.sources == 5
+    assert learner.estimates(now=1.0).link_rate.size == 5
