@@ -158,30 +158,36 @@ def test_fit_rejects_bad_input() -> None:
 
 
 # -- cold start -----------------------------------------------------------------------------
-def test_cold_start_fills_unknowns_and_shrinks_thin_evidence() -> None:
+def test_cold_start_smooths_toward_pooled_priors() -> None:
     fit = DecayFit(
-        profit=np.array([10.0, 2.0, np.nan, 4.0]),
-        decay=np.array([1e-4, 2e-4, np.nan, np.nan]),
+        profit=np.array([10.0, 0.0, np.nan, 4.0]),
+        decay=np.array([1e-4, np.nan, np.nan, 2e-4]),
         pages=np.array([95.0, 5.0, 0.0, 10.0]),
         residual=np.zeros(4),
         fitted=np.array([True, True, False, True]),
     )
-    cold = ColdStart(profit_quantile=0.0, prior_pages=5.0)
-    lam, prof, mu = apply_cold_start(np.array([0.1, np.nan, 0.3, np.nan]), fit, cold)
-    assert lam.tolist() == [0.1, 0.2, 0.3, 0.2]  # unknown: median of the measured
-    prior = 2.0  # the 0th quantile of the fitted P
+    cold = ColdStart(prior_links=1.0, profit_pessimism=0.5, prior_pages=5.0)
+    links = np.array([10.0, 0.0, 0.0, 0.0])
+    span = np.array([1000.0, 3000.0, 0.0, 0.0])  # sources 2 and 3 crawled fewer than twice
+    lam, prof, mu = apply_cold_start(links, span, fit, cold)
+    pooled_rate = 10.0 / 4000.0
+    assert lam[0] == pytest.approx(11.0 / (1000.0 + 1 / pooled_rate))
+    assert lam[1] == pytest.approx(1.0 / (3000.0 + 1 / pooled_rate))  # nothing seen: not dead
+    assert lam[2] == pytest.approx(pooled_rate)  # unknown: the pooled rate
+    assert 0 < lam[1] < lam[2] < lam[0]
+    prior = 0.5 * (95 * 10.0 + 5 * 0.0 + 10 * 4.0) / 110
     assert prof[0] == pytest.approx((95 * 10 + 5 * prior) / 100)
-    assert prof[1] == pytest.approx(2.0)
-    assert prof[2] == prior
-    assert mu[2] == pytest.approx(np.median([1e-4, 2e-4]))
-    assert not np.isnan(prof).any() and not np.isnan(mu).any()
+    assert prof[1] == pytest.approx(prior / 2)  # five clickless pages halve the prior
+    assert prof[2] == pytest.approx(prior)
+    assert mu[1] == mu[2] == pytest.approx(np.median([1e-4, 2e-4]))
+    assert not np.isnan(prof).any() and not np.isnan(mu).any() and (lam > 0).all()
 
 
 def test_cold_start_without_any_data_uses_the_defaults() -> None:
     fit = fit_profit_decay(np.zeros((2, 3)), np.zeros((2, 3)))
     cold = ColdStart()
-    lam, prof, mu = apply_cold_start(np.array([np.nan, np.nan]), fit, cold)
-    assert lam.tolist() == [cold.link_rate] * 2
+    lam, prof, mu = apply_cold_start(np.zeros(2), np.zeros(2), fit, cold)
+    assert lam.tolist() == pytest.approx([cold.link_rate] * 2)
     assert prof.tolist() == [cold.profit] * 2
     assert mu.tolist() == [cold.decay] * 2
 
@@ -189,5 +195,5 @@ def test_cold_start_without_any_data_uses_the_defaults() -> None:
 def test_cold_start_validates() -> None:
     with pytest.raises(ValueError, match=r"ColdStart\.profit must"):
         ColdStart(profit=-1.0)
-    with pytest.raises(ValueError, match="profit_quantile"):
-        ColdStart(profit_quantile=2.0)
+    with pytest.raises(ValueError, match="profit_pessimism"):
+        ColdStart(profit_pessimism=2.0)

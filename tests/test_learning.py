@@ -28,7 +28,8 @@ def test_learns_link_rate_and_clicks() -> None:
     ts = page + rng.exponential(120.0, 4000)  # μ = 1/120 s
     learner.add_clicks(page.tolist(), ts.tolist(), [1] * 4000)
     est = learner.estimates(now=5000.0)
-    assert est.link_rate[0] == pytest.approx(12 / 1200)
+    # 12 links in 1200 s, plus one prior link at the pooled rate (the same 12/1200).
+    assert est.link_rate[0] == pytest.approx(13 / (1200 + 1 / 0.01))
     assert est.profit[0] == pytest.approx(4000 / 200, rel=0.1)
     assert est.decay[0] == pytest.approx(1 / 120, rel=0.1)
     assert not np.isnan(est.profit).any() and not np.isnan(est.link_rate).any()

@@ -133,8 +133,18 @@ class ClickHistogram:
             done = np.arange(self.bins)[None, :] < finished[:, None]  # bin k finished
             cumulative = np.cumsum(self._row_clicks[live], axis=1)
             src = self._row_source[live]
-            np.add.at(clicks, src, np.where(done, cumulative, 0.0))
-            np.add.at(pages, src, done.astype(np.int64))
+            # Sum rows per source with bincount on flat (source, bin) cells: np.add.at is
+            # ten times slower here.
+            cells = (src[:, None] * self.bins + np.arange(self.bins)[None, :]).ravel()
+            size = clicks.size
+            clicks += np.bincount(
+                cells, weights=np.where(done, cumulative, 0.0).ravel(), minlength=size
+            ).reshape(clicks.shape)
+            pages += (
+                np.bincount(cells, weights=done.ravel(), minlength=size)
+                .reshape(pages.shape)
+                .astype(np.int64)
+            )
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(pages > 0, clicks / np.maximum(pages, 1), 0.0)
         return ClickTable(mean, pages, self.bin_width)

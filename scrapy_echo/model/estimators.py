@@ -75,20 +75,25 @@ class CrawlHistory:
         self.next[source] = (slot + 1) % (self.history + 1)
         self.filled[source] = min(int(self.filled[source]) + 1, self.history + 1)
 
-    def link_rate(self) -> FloatArray:
-        """``λ`` per source; NaN for sources crawled fewer than twice (unknown)."""
+    def window(self) -> tuple[FloatArray, FloatArray]:
+        """New links found in each source's window and the seconds it spans (0 for sources
+        crawled fewer than twice)."""
         size = self.history + 1
         rows = np.arange(self.sources)
         newest = self.times[rows, (self.next - 1) % size]
         # With a full ring the oldest entry is the one about to be overwritten; before that,
         # it is the first crawl (slot 0).
         oldest_slot = np.where(self.filled == size, self.next, 0)
-        oldest = self.times[rows, oldest_slot]
         links = self.counts.sum(axis=1) - self.counts[rows, oldest_slot]
-        span = newest - oldest
+        span = newest - self.times[rows, oldest_slot]
+        known = self.filled >= 2
+        return np.where(known, links, 0).astype(np.float64), np.where(known, span, 0.0)
+
+    def link_rate(self) -> FloatArray:
+        """``λ`` per source, links over span; NaN for sources crawled fewer than twice."""
+        links, span = self.window()
         with np.errstate(invalid="ignore", divide="ignore"):
-            rate = links / span
-        return np.where((self.filled >= 2) & (span > 0), rate, np.nan)
+            return np.where(span > 0, links / span, np.nan)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain lists, for JSON persistence."""
@@ -130,7 +135,7 @@ def fit_profit_decay(
     decay_min: float = 1e-7,
     decay_max: float = 1e-1,
     grid: int = 48,
-    refine: int = 40,
+    refine: int = 16,
 ) -> DecayFit:
     """Fit ``c_k ≈ P (1 - e^{-μ (k+1)Δ})`` per source by weighted least squares.
 
@@ -153,7 +158,7 @@ def fit_profit_decay(
     >>> t = 1200.0 * np.arange(1, 73)
     >>> c = 8.0 * (1 - np.exp(-1e-4 * t))
     >>> fit = fit_profit_decay(c[None, :], np.full((1, 72), 50))
-    >>> round(float(fit.profit[0]), 6), round(float(fit.decay[0]) * 1e4, 6)
+    >>> round(float(fit.profit[0]), 3), round(float(fit.decay[0]) * 1e4, 3)
     (8.0, 1.0)
     """
     c = np.atleast_2d(np.asarray(cumulative, dtype=np.float64))
@@ -165,6 +170,10 @@ def fit_profit_decay(
     if not 0 < decay_min < decay_max:
         raise ValueError(f"need 0 < decay_min < decay_max, got {decay_min!r}, {decay_max!r}")
     c = np.where(w > 0, c, 0.0)
+    fitted = w.sum(axis=1) > 0
+    sources = c.shape[0]
+    # Only sources with data are fitted (early in a crawl, most have none).
+    c, w = c[fitted], w[fitted]
     ages = bin_width * np.arange(1, c.shape[1] + 1)
     wc = w * c
     wcc = (wc * c).sum(axis=1)
@@ -202,90 +211,98 @@ def fit_profit_decay(
         c_pt, d_pt = np.where(left, fresh, d_pt), np.where(left, c_pt, fresh)
         fc, fd = np.where(left, f_fresh, fd), np.where(left, fc, f_fresh)
     log_mu = 0.5 * (lo + hi)
-    res, profit = sse(log_mu)
-    fitted = w.sum(axis=1) > 0
-    profit = np.maximum(profit, 0.0)
-    decay = np.exp(log_mu)
+    res, best = sse(log_mu)
+    best = np.maximum(best, 0.0)
+    profit = np.full(sources, np.nan)
+    decay = np.full(sources, np.nan)
+    residual = np.full(sources, np.nan)
+    pages_behind = np.zeros(sources)
+    profit[fitted] = best
     # No clicks at all: worthless as far as we know, and the decay is anybody's guess.
-    decay = np.where(profit > 0, decay, np.nan)
-    return DecayFit(
-        profit=np.where(fitted, profit, np.nan),
-        decay=np.where(fitted, decay, np.nan),
-        pages=w[:, 0].copy(),
-        residual=np.where(fitted, np.maximum(res, 0.0), np.nan),
-        fitted=fitted,
-    )
+    decay[fitted] = np.where(best > 0, np.exp(log_mu), np.nan)
+    residual[fitted] = np.maximum(res, 0.0)
+    pages_behind[fitted] = w[:, 0]
+    return DecayFit(profit, decay, pages_behind, residual, fitted)
 
 
 @dataclass(frozen=True)
 class ColdStart:
-    """Defaults for what is not known yet.
+    """Priors for what is not known yet, so a source is neither ignored nor overrated on
+    thin evidence.
 
     Attributes
     ----------
     link_rate : float
-        ``λ`` (links/s) of a source crawled fewer than twice, while no source has a measured
-        ``λ``; afterwards the median of the measured ones.
+        ``λ`` (links/s) assumed while no source has been crawled twice; afterwards the prior is
+        the pooled rate of all sources (their links over their spans).
+    prior_links : float
+        Weight of that prior, in links: ``λ = (links + prior_links) / (span + prior_links / λ₀)``.
+        A source that showed nothing new in its first hour is not thereby dead.
     profit : float
-        ``P`` of a source without click data, while no source has any; afterwards the
-        ``profit_quantile`` of the fitted ones: pessimistic, as the paper advises, so a source
-        is not crawled often before there is feedback (``P = 0`` would never crawl it).
-    decay : float
-        ``μ`` (1/s) without data, while no source has a fit; afterwards their median.
-    profit_quantile : float
+        ``P`` assumed while no page has click data; afterwards ``profit_pessimism`` times the
+        pooled clicks per page: pessimistic, as the paper advises, so a source is not crawled
+        often before there is feedback (``P = 0`` would never crawl it).
+    profit_pessimism : float
         See ``profit``.
     prior_pages : float
-        Weight of the prior ``P`` in pages: a fitted ``P`` from ``n`` pages is shrunk to
-        ``(n P_fit + prior_pages P_prior) / (n + prior_pages)``, so one lucky page does not
-        put a source at the top of the schedule.
+        Weight of the prior ``P``, in pages: a fit from ``n`` pages becomes
+        ``(n P_fit + prior_pages P₀) / (n + prior_pages)``, so one lucky page does not put a
+        source at the top of the schedule.
+    decay : float
+        ``μ`` (1/s) while no source has a fit; afterwards their median.
     """
 
     link_rate: float = 1.0 / 3600.0
+    prior_links: float = 1.0
     profit: float = 1.0
-    decay: float = math.log(2.0) / (6 * 3600.0)
-    profit_quantile: float = 0.1
+    profit_pessimism: float = 0.5
     prior_pages: float = 5.0
+    decay: float = math.log(2.0) / (6 * 3600.0)
 
     def __post_init__(self) -> None:
-        for name in ("link_rate", "profit", "decay"):
+        for name in ("link_rate", "prior_links", "profit", "prior_pages", "decay"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"ColdStart.{name} must be finite and >= 0, got {value!r}")
-        if not 0 <= self.profit_quantile <= 1:
+        if not 0 <= self.profit_pessimism <= 1:
             raise ValueError(
-                f"ColdStart.profit_quantile must be in [0, 1], got {self.profit_quantile!r}"
+                f"ColdStart.profit_pessimism must be in [0, 1], got {self.profit_pessimism!r}"
             )
-        if not self.prior_pages >= 0:
-            raise ValueError(f"ColdStart.prior_pages must be >= 0, got {self.prior_pages!r}")
 
 
 def apply_cold_start(
-    link_rate: FloatArray, fit: DecayFit, cold: ColdStart
+    links: FloatArray, span: FloatArray, fit: DecayFit, cold: ColdStart
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """``(λ, P, μ)`` for the solver: measurements where there are some, defaults elsewhere."""
-    lam = np.asarray(link_rate, dtype=np.float64)
-    known_lam = lam[np.isfinite(lam)]
-    lam_prior = float(np.median(known_lam)) if known_lam.size else cold.link_rate
-    lam = np.where(np.isfinite(lam), lam, lam_prior)
+    """``(λ, P, μ)`` for the solver: each source's evidence, smoothed toward pooled priors.
+
+    ``links`` and ``span`` are each source's new links and the seconds they were found over
+    (:meth:`CrawlHistory.window`); ``fit`` the click fit.
+    """
+    links = np.asarray(links, dtype=np.float64)
+    span = np.asarray(span, dtype=np.float64)
+    measured = span > 0
+    pooled = float(links[measured].sum() / span[measured].sum()) if measured.any() else 0.0
+    lam_prior = pooled if pooled > 0 else cold.link_rate
+    if lam_prior > 0 and cold.prior_links > 0:
+        lam = (links + cold.prior_links) / (span + cold.prior_links / lam_prior)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lam = np.where(measured, links / np.where(measured, span, 1.0), lam_prior)
 
     fitted = fit.fitted & np.isfinite(fit.profit)
-    p_prior = (
-        float(np.quantile(fit.profit[fitted], cold.profit_quantile))
-        if fitted.any()
-        else cold.profit
-    )
     n = np.where(fitted, fit.pages, 0.0)
-    with np.errstate(invalid="ignore"):
-        shrunk = (n * np.where(fitted, fit.profit, 0.0) + cold.prior_pages * p_prior) / (
-            n + cold.prior_pages
-        )
-    prof = (
-        np.where(fitted, shrunk, p_prior)
-        if cold.prior_pages > 0
-        else np.where(fitted, fit.profit, p_prior)
+    total_pages = float(n.sum())
+    pooled_profit = (
+        float((n * np.where(fitted, fit.profit, 0.0)).sum()) / total_pages if total_pages else 0.0
     )
+    p_prior = cold.profit_pessimism * pooled_profit if pooled_profit > 0 else cold.profit
+    prior = cold.prior_pages
+    if prior > 0:
+        prof = (n * np.where(fitted, fit.profit, 0.0) + prior * p_prior) / (n + prior)
+    else:
+        prof = np.where(fitted, fit.profit, p_prior)
 
     has_decay = np.isfinite(fit.decay)
     mu_prior = float(np.median(fit.decay[has_decay])) if has_decay.any() else cold.decay
     mu = np.where(has_decay, fit.decay, mu_prior)
-    return lam, np.nan_to_num(prof, nan=p_prior), mu
+    return lam, prof, mu

@@ -59,6 +59,7 @@ class Frontier:
         self.head_discovered: FloatArray = np.full(sources, np.nan)
         self.count: IntArray = np.zeros(sources, dtype=np.intp)
         self._size = 0
+        self._waiting: IntArray | None = None  # cache: sources with pages, until one changes
 
     def __len__(self) -> int:
         return self._size
@@ -81,6 +82,8 @@ class Frontier:
         self.grow(source + 1)
         item = WaitingPage(source, page, float(appeared), float(discovered))
         queue = self._queues.setdefault(source, [])
+        if not queue:
+            self._waiting = None
         heapq.heappush(queue, (-item.appeared, next(self._order), item))
         self._size += 1
         self.count[source] += 1
@@ -96,13 +99,28 @@ class Frontier:
             self._refresh(source, queue)
         else:
             del self._queues[source]
+            self._waiting = None
             self.head_appeared[source] = np.nan
             self.head_discovered[source] = np.nan
         return item
 
+    def drop(self, source: int) -> int:
+        """Forget every page waiting on ``source``; returns how many there were."""
+        queue = self._queues.pop(source, None)
+        if not queue:
+            return 0
+        self._size -= len(queue)
+        self.count[source] = 0
+        self._waiting = None
+        self.head_appeared[source] = np.nan
+        self.head_discovered[source] = np.nan
+        return len(queue)
+
     def waiting_sources(self) -> IntArray:
-        """Indices of the sources that have at least one page waiting."""
-        return np.flatnonzero(self.count)
+        """Indices of the sources that have at least one page waiting (do not modify)."""
+        if self._waiting is None:
+            self._waiting = np.flatnonzero(self.count)
+        return self._waiting
 
     def pages(self) -> list[WaitingPage]:
         """Every waiting page (for persistence), in no particular order."""

@@ -14,6 +14,7 @@ counted, as are clicks for pages never crawled.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from typing import TypeVar
@@ -22,7 +23,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scrapy_echo.model.clicks import ClickHistogram
-from scrapy_echo.model.estimators import ColdStart, CrawlHistory, apply_cold_start, fit_profit_decay
+from scrapy_echo.model.estimators import (
+    ColdStart,
+    CrawlHistory,
+    DecayFit,
+    apply_cold_start,
+    fit_profit_decay,
+)
 from scrapy_echo.model.policies import Estimates
 
 T = TypeVar("T", bound=np.generic)
@@ -45,6 +52,8 @@ class SourceLearner:
         Defaults for sources without data.
     pending_horizon : float
         How long clicks for a not-yet-crawled page are kept, seconds.
+    refit_every : float
+        Least seconds between two fits of ``P, μ`` (the fit costs more than a solve).
     max_pending : int
         Most such clicks kept at once; the oldest are dropped first.
     """
@@ -60,6 +69,7 @@ class SourceLearner:
         cold: ColdStart | None = None,
         pending_horizon: float = 86400.0,
         max_pending: int = 1_000_000,
+        refit_every: float = 3600.0,
     ) -> None:
         self.crawls = CrawlHistory(sources, history=history)
         self.clicks = ClickHistogram(bin_width=bin_width, bins=bins, grace=grace)
@@ -71,6 +81,10 @@ class SourceLearner:
         self._pending_rows = 0
         self.dropped_clicks = 0  # rows never matched to a crawled page
         self._sources = sources
+        self._fit: DecayFit | None = None
+        self._clicks_changed = True
+        self._fitted_at = -math.inf
+        self.refit_every = float(refit_every)
 
     @property
     def sources(self) -> int:
@@ -95,6 +109,7 @@ class SourceLearner:
             self._pending_rows -= len(waiting)
             ts, counts = zip(*waiting, strict=True)
             self.clicks.add_clicks([page] * len(waiting), ts, counts)
+            self._clicks_changed = True
 
     def add_clicks(
         self, pages: Iterable[Hashable], ts: Iterable[float], counts: Iterable[float]
@@ -102,6 +117,7 @@ class SourceLearner:
         """Fold in a batch of click rows (already validated)."""
         pages, ts, counts = list(pages), list(ts), list(counts)
         unknown = self.clicks.add_clicks(pages, ts, counts)
+        self._clicks_changed = self._clicks_changed or len(unknown) < len(pages)
         for i in unknown:
             self._pending.setdefault(pages[i], []).append((ts[i], counts[i]))
         self._pending_rows += len(unknown)
@@ -109,12 +125,22 @@ class SourceLearner:
             self._trim(max(ts))
 
     def estimates(self, now: float) -> Estimates:
-        """``λ, P, μ`` for every source, as of ``now``."""
-        table = self.clicks.table(now)
+        """``λ, P, μ`` for every source, as of ``now``.
+
+        The click fit is redone only when clicks came in since the last one, at most every
+        ``refit_every`` seconds (the click feed is pushed hourly while intervals are re-solved
+        every half hour); pages crawled since, with no clicks yet, join it then."""
         n = self._sources
-        cumulative, pages = _pad_rows(table.cumulative, n), _pad_rows(table.pages, n)
-        fit = fit_profit_decay(cumulative, pages, bin_width=table.bin_width)
-        lam, prof, mu = apply_cold_start(self.crawls.link_rate(), fit, self.cold)
+        stale = self._clicks_changed and now - self._fitted_at >= self.refit_every
+        if self._fit is None or stale or self._fit.profit.size != n:
+            table = self.clicks.table(now)
+            cumulative, pages = _pad_rows(table.cumulative, n), _pad_rows(table.pages, n)
+            self._fit = fit_profit_decay(cumulative, pages, bin_width=table.bin_width)
+            self._clicks_changed = False
+            self._fitted_at = now
+        fit = self._fit
+        links, span = self.crawls.window()
+        lam, prof, mu = apply_cold_start(links, span, fit, self.cold)
         return Estimates(lam, prof, mu)
 
     def _trim(self, now: float) -> None:

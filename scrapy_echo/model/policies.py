@@ -29,12 +29,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from scrapy_echo.model.curves import FloatArray, g
+from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.solver import solve_intervals
 
@@ -73,6 +74,24 @@ class Plan:
     def __len__(self) -> int:
         return int(self.intervals.size)
 
+    @cached_property
+    def recrawl_rate(self) -> FloatArray:
+        """``1/I`` per source, 0 where not recrawled on schedule (so ``τ/I = τ · rate``)."""
+        with np.errstate(divide="ignore"):
+            return np.where(np.isfinite(self.intervals), 1.0 / self.intervals, 0.0)
+
+    @cached_property
+    def index_terms(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """``(μ, λP/μ, λP·[μ = 0])`` of kept sources (zeros elsewhere), so that
+        ``V(τ) = (λP/μ) g(μτ) + λP τ [μ = 0]`` is a few vector operations."""
+        est = self.estimates
+        value = est.link_rate * est.profit
+        decays = self.kept & (est.decay > 0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            scale = np.where(decays, value / np.where(decays, est.decay, 1.0), 0.0)
+        linear = np.where(self.kept & (est.decay == 0), value, 0.0)
+        return np.where(decays, est.decay, 0.0), scale, linear
+
     def padded(self, sources: int) -> Plan:
         """The plan for ``sources`` sources: any added since the re-solve are unknown (no
         value, never recrawled on schedule; policies still give them a first crawl)."""
@@ -107,15 +126,23 @@ class Policy(ABC):
     name: ClassVar[str]
     uses_solver: ClassVar[bool] = True
 
-    def __init__(self, *, seed: int = 0) -> None:
+    def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         self.seed = seed
+        # The local search of the solver's repair (solve_intervals' repair_solves). A policy
+        # re-solves every half hour, a simulation a thousand times: the refill and greedy fills
+        # already recover nearly all of its gain (benchmarks/bench_sim.py), so it is off.
+        self.repair_solves = repair_solves
         self.plan = Plan.empty()
 
     def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
         """Make a new plan from fresh estimates and the crawl budget (pages/s)."""
         if self.uses_solver and len(estimates):
             sol = solve_intervals(
-                estimates.link_rate, estimates.profit, estimates.decay, crawl_rate
+                estimates.link_rate,
+                estimates.profit,
+                estimates.decay,
+                crawl_rate,
+                repair_solves=self.repair_solves,
             )
             self.plan = Plan(estimates, sol.intervals, sol.omega, sol.kept)
         else:
@@ -138,15 +165,13 @@ class Policy(ABC):
 
     @staticmethod
     def _first_crawl(last_crawl: FloatArray) -> Decision | None:
-        never = np.flatnonzero(np.isnan(last_crawl))
-        return Decision("source", int(never[0])) if never.size else None
+        never = np.isnan(last_crawl)
+        return Decision("source", int(never.argmax())) if never.any() else None
 
     @staticmethod
-    def _behind(now: float, last_crawl: FloatArray, plan: Plan) -> FloatArray:
-        """``τ/I`` per source: 0 where not recrawled on schedule."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = (now - last_crawl) / plan.intervals
-        return np.where(np.isfinite(ratio), ratio, 0.0)
+    def _behind(elapsed: FloatArray, plan: Plan) -> FloatArray:
+        """``τ/I`` per source (``elapsed`` = ``τ``): 0 where not recrawled on schedule."""
+        return elapsed * plan.recrawl_rate
 
     @staticmethod
     def _page_values(
@@ -169,28 +194,46 @@ class Policy(ABC):
 
 class EchoNewPages(Policy):
     name = "echo-newpages"
+    # A page worth less than this share of a crawl's value is dropped: its value only falls,
+    # so it would never be crawled, and it would be weighed again at every decision.
+    drop_below: ClassVar[float] = 0.01
+
+    def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
+        super().__init__(seed=seed, repair_solves=repair_solves)
+        self.dropped_pages = 0
 
     def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
         plan = self._plan_for(last_crawl)
-        waiting, values = self._page_values(now, frontier, plan)
-        best_page = int(np.argmax(values)) if values.size else -1
-        if best_page >= 0 and values[best_page] >= plan.omega:
-            return Decision("page", int(waiting[best_page]))
+        best_page, page_value = -1, 0.0
+        if len(frontier):
+            waiting, values = self._page_values(now, frontier, plan)
+            hopeless = values < self.drop_below * plan.omega
+            if hopeless.any():
+                # Each value is its source's newest page: the rest of the queue is worth less.
+                for source in waiting[hopeless].tolist():
+                    self.dropped_pages += frontier.drop(source)
+                waiting, values = waiting[~hopeless], values[~hopeless]
+        if len(frontier) and values.size:
+            top = int(np.argmax(values))
+            best_page, page_value = int(waiting[top]), float(values[top])
+            if page_value >= plan.omega:
+                return Decision("page", best_page)
         first = self._first_crawl(last_crawl)
         if first is not None:
             return first
-        ratio = self._behind(now, last_crawl, plan)
-        most_behind = int(np.argmax(ratio)) if ratio.size else -1
-        if most_behind >= 0 and ratio[most_behind] >= 1.0:
+        if not last_crawl.size:
+            return None
+        elapsed = now - last_crawl
+        ratio = self._behind(elapsed, plan)
+        most_behind = int(np.argmax(ratio))
+        if ratio[most_behind] >= 1.0:
             return Decision("source", most_behind)
         # Nothing is worth a crawl: spend the slot on the best of what is left.
-        index = _source_index(now, last_crawl, plan)
-        best_source = int(np.argmax(index)) if index.size else -1
-        page_value = values[best_page] if best_page >= 0 else 0.0
-        source_value = index[best_source] if best_source >= 0 else 0.0
-        if best_page >= 0 and page_value >= source_value:
-            return Decision("page", int(waiting[best_page]))
-        if best_source >= 0 and source_value > 0:
+        index = _source_index(elapsed, plan)
+        best_source = int(np.argmax(index))
+        if best_page >= 0 and page_value >= index[best_source]:
+            return Decision("page", best_page)
+        if index[best_source] > 0:
             return Decision("source", best_source)
         return None
 
@@ -203,9 +246,11 @@ class EchoSchedule(Policy):
         first = self._first_crawl(last_crawl)
         if first is not None:
             return first
-        ratio = self._behind(now, last_crawl, plan)
-        if ratio.size and ratio.max() >= 1.0:
-            return Decision("source", int(np.argmax(ratio)))
+        if last_crawl.size:
+            ratio = self._behind(now - last_crawl, plan)
+            most_behind = int(np.argmax(ratio))
+            if ratio[most_behind] >= 1.0:
+                return Decision("source", most_behind)
         return self._newest_discovered(frontier)
 
 
@@ -230,8 +275,8 @@ class FixedQuota(Policy):
     name = "fixed-quota"
     source_share: ClassVar[float] = 0.5
 
-    def __init__(self, *, seed: int = 0) -> None:
-        super().__init__(seed=seed)
+    def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
+        super().__init__(seed=seed, repair_solves=repair_solves)
         self.source_crawls = 0
         self.page_crawls = 0
 
@@ -243,9 +288,10 @@ class FixedQuota(Policy):
         if sources_turn or page is None:
             source = self._first_crawl(last_crawl)
             if source is None and last_crawl.size:
-                ratio = self._behind(now, last_crawl, plan)
-                if ratio.max() > 0:
-                    source = Decision("source", int(np.argmax(ratio)))
+                ratio = self._behind(now - last_crawl, plan)
+                most_behind = int(np.argmax(ratio))
+                if ratio[most_behind] > 0:
+                    source = Decision("source", most_behind)
             if source is not None:
                 self.source_crawls += 1
                 return source
@@ -277,8 +323,8 @@ class BreadthFirst(Policy):
     name = "bfs"
     uses_solver = False
 
-    def __init__(self, *, seed: int = 0) -> None:
-        super().__init__(seed=seed)
+    def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
+        super().__init__(seed=seed, repair_solves=repair_solves)
         self._rng = np.random.default_rng(seed)
         self._order = np.zeros(0, dtype=np.intp)
         self._next = 0
@@ -298,18 +344,15 @@ class BreadthFirst(Policy):
         return Decision("source", source)
 
 
-def _source_index(now: float, last_crawl: FloatArray, plan: Plan) -> FloatArray:
+def _source_index(elapsed: FloatArray, plan: Plan) -> FloatArray:
     """``V(τ) = (λP/μ) g(μτ)``: what recrawling each source now is worth (``λPτ`` at
     ``μ = 0``); 0 for sources the plan does not keep."""
-    est = plan.estimates
-    tau = np.where(np.isnan(last_crawl), np.inf, now - last_crawl)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        value = np.where(
-            est.decay > 0,
-            est.link_rate * est.profit / est.decay * g(est.decay * tau),
-            est.link_rate * est.profit * tau,
-        )
-    return np.where(plan.kept & np.isfinite(value), value, 0.0)
+    mu, scale, linear = plan.index_terms
+    x = mu * elapsed
+    # g(x) = 1 - (1 + x) e^{-x}; its cancellation at tiny x only blurs values that small.
+    value = scale * (1.0 - (1.0 + x) * np.exp(-x))
+    value += linear * elapsed
+    return value
 
 
 POLICIES: dict[str, type[Policy]] = {

@@ -4,9 +4,11 @@ Every kept source pays a fixed ``λ_i`` for its new pages, so choosing the kept 
 knapsack and no ``ω`` may spend the budget exactly: the Lagrangian's kept set can leave
 crawls idle or keep a poor set (one large valuable source dropped for several small ones).
 The repair first *refills*: it re-solves the intervals of the kept set alone, so the idle
-crawls go to recrawling kept sources more often. Then, when the idle share was large enough
-to matter, a local search over kept sets (add a dropped source, drop a kept one, or swap the
-two) takes the best improving move per round until none improves or its solve budget is spent.
+crawls go to recrawling kept sources more often. When the idle share was large enough to
+matter, it tries a few greedy fills (dropped sources re-admitted best value per crawl first, up
+to a share of the budget), then a local search over kept sets (add a dropped source, drop a
+kept one, or swap the two) takes the best improving move per round until none improves or its
+solve budget is spent.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ if TYPE_CHECKING:
 # The local search runs only when the Lagrangian left at least this share of N idle: with many
 # small sources the jump is a sliver of the budget, and the refill already recovers it.
 LOCAL_SEARCH_MIN_IDLE = 1e-3
-_IMPROVEMENT = 1e-12  # relative: smaller gains are rounding, and would loop forever
+_IMPROVEMENT = 1e-12
+# Shares of the spare budget a greedy fill lets new pages of re-admitted sources take; the rest
+# pays for recrawls.
+_FILL_SHARES = (0.3, 0.5, 0.7, 0.85)  # relative: smaller gains are rounding, and would loop forever
 
 
 def repair_schedule(
@@ -43,6 +48,9 @@ def repair_schedule(
     idle = (problem.crawl_rate - lagrangian.cost) / problem.crawl_rate
     if idle < LOCAL_SEARCH_MIN_IDLE:
         return best
+    for filled in _greedy_fills(problem, lagrangian, solver):
+        if filled.objective > best.objective:
+            best = filled
     spent = 0
     while spent < solves:
         round_best = best
@@ -57,6 +65,31 @@ def repair_schedule(
             break
         best = round_best
     return best
+
+
+def _greedy_fills(
+    problem: Problem, lagrangian: IntervalSolution, solver: Solver
+) -> list[IntervalSolution]:
+    """Kept sets grown from the Lagrangian's by dropped sources, best value per crawl first,
+    until their new pages take a share of the budget. Where many sources are alike (a cold
+    start: every source has the same priors) they all drop at the same ω, the Lagrangian keeps
+    none, and one move at a time would take hundreds of moves to fill the budget."""
+    order = _dropped_by_value(problem, lagrangian, problem.size)
+    if not order.size:
+        return []
+    spare = problem.crawl_rate - float(np.sum(problem.link_rate[lagrangian.kept]))
+    taken = np.cumsum(problem.link_rate[order])
+    out = []
+    for share in _FILL_SHARES:
+        count = int(np.searchsorted(taken, share * spare, side="right"))
+        if count == 0:
+            continue
+        kept = lagrangian.kept.copy()
+        kept[order[:count]] = True
+        solution = solver.fixed(kept)
+        if solution is not None:
+            out.append(solution)
+    return out
 
 
 def _moves(problem: Problem, current: IntervalSolution, limit: int) -> list[BoolArray]:

@@ -1,0 +1,269 @@
+"""``python -m scrapy_echo.sim``: write a synthetic trace, compare policies, find needed rates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from scrapy_echo.model.policies import POLICIES, make_policy
+from scrapy_echo.sim.engine import SimSettings, simulate
+from scrapy_echo.sim.results import Score, score, upper_bound
+from scrapy_echo.sim.synth import SynthParams, synthesize
+from scrapy_echo.sim.trace import Trace, load_trace, write_trace
+
+POLICY_ORDER = ["echo-newpages", "echo-schedule", "echo-greedy", "fixed-quota", "frequency", "bfs"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.command(args))
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+# -- commands ---------------------------------------------------------------------------
+def cmd_synth(args: argparse.Namespace) -> int:
+    params = SynthParams(sources=args.sources, days=args.days, seed=args.seed)
+    trace = synthesize(params)
+    write_trace(trace, args.out, compress=args.compress)
+    summary = trace.summary()
+    print(f"wrote {args.out}: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    trace = _trace(args)
+    policies = _policies(args.policies)
+    rates = _rates(args.rates)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    bound, _ = upper_bound(trace)
+    scores: list[Score] = []
+    for rate in rates:
+        for name in policies:
+            scores.append(_run_one(trace, name, rate, args, bound))
+    print(_table(scores, policies, rates, bound))
+    (out / "results.json").write_text(
+        json.dumps([s.as_dict() for s in scores], indent=2) + "\n", encoding="utf-8"
+    )
+    _plots(scores, out)
+    print(f"\nwrote {out / 'results.json'} and plots in {out}")
+    return 0
+
+
+def cmd_needed_rate(args: argparse.Namespace) -> int:
+    trace = _trace(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    bound, _ = upper_bound(trace)
+    found = []
+    for name in _policies(args.policies):
+
+        def fraction(rate: float, name: str = name) -> float:
+            return _run_one(trace, name, rate, args, bound).fraction_of_upper_bound
+
+        rate = needed_rate(fraction, args.target, low=args.min_rate, high=args.max_rate)
+        found.append({"policy": name, "rate": rate, "target": args.target})
+        shown = "not reached" if math.isinf(rate) else f"{rate:.4g} crawls/s"
+        print(f"{name:<14} {args.target:.0%} of the upper bound at {shown}")
+    path = out / "needed_rate.json"
+    finite = [{**f, "rate": (None if math.isinf(f["rate"]) else f["rate"])} for f in found]
+    path.write_text(json.dumps(finite, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {path}")
+    return 0
+
+
+def needed_rate(
+    fraction: Callable[[float], float],
+    target: float,
+    *,
+    low: float,
+    high: float,
+    precision: float = 0.05,
+) -> float:
+    """The lowest rate in ``[low, high]`` whose fraction reaches ``target``, to ``precision``
+    (relative), searching on a log scale: doubling up from ``low``, then bisecting. ``inf`` if
+    even ``high`` falls short. Assumes more crawls never catch less, as the paper observes."""
+    if fraction(low) >= target:
+        return low
+    below = low
+    above = min(low * 2, high)
+    while fraction(above) < target:
+        if above >= high:
+            return math.inf
+        below, above = above, min(above * 2, high)
+    while above / below > 1 + precision:
+        middle = math.sqrt(below * above)
+        if fraction(middle) >= target:
+            above = middle
+        else:
+            below = middle
+    return above
+
+
+# -- pieces -----------------------------------------------------------------------------
+def _run_one(trace: Trace, name: str, rate: float, args: argparse.Namespace, bound: float) -> Score:
+    settings = SimSettings(
+        crawl_rate=rate,
+        resolve_period=args.resolve_period,
+        push_period=args.push_period,
+        history=args.history,
+        click_bin=args.click_bin,
+    )
+    started = time.monotonic()
+    bar = _Progress(f"{name} @ {rate:g}/s")
+    replay = simulate(trace, make_policy(name, seed=args.seed), settings, progress=bar)
+    bar.done(time.monotonic() - started)
+    return score(trace, replay, bound=bound, window=args.window)
+
+
+def _trace(args: argparse.Namespace) -> Trace:
+    if args.trace == "synthetic":
+        return synthesize(SynthParams(seed=args.seed))
+    return load_trace(args.trace)
+
+
+def _policies(spec: str) -> list[str]:
+    if spec == "all":
+        return list(POLICY_ORDER)
+    names = [p.strip() for p in spec.split(",") if p.strip()]
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown or not names:
+        raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICY_ORDER)}")
+    return names
+
+
+def _rates(spec: str) -> list[float]:
+    try:
+        rates = [float(r) for r in spec.split(",") if r.strip()]
+    except ValueError:
+        raise ValueError(f"--rates must be numbers separated by commas, got {spec!r}") from None
+    if not rates or any(not (math.isfinite(r) and r > 0) for r in rates):
+        raise ValueError(f"--rates must be positive numbers, got {spec!r}")
+    return rates
+
+
+def _table(scores: list[Score], policies: list[str], rates: list[float], bound: float) -> str:
+    by = {(s.policy, s.rate): s for s in scores}
+    head = "| policy | " + " | ".join(f"{r:g} crawls/s" for r in rates) + " |"
+    rule = "|---|" + "---|" * len(rates)
+    rows = [
+        f"| {name} | "
+        + " | ".join(
+            f"{by[(name, r)].profit_per_second:.4g} ({by[(name, r)].fraction_of_upper_bound:.1%})"
+            for r in rates
+        )
+        + " |"
+        for name in policies
+    ]
+    note = f"\nprofit per second (fraction of the upper bound, {bound:.4g} clicks/s)"
+    return "\n".join([head, rule, *rows]) + note
+
+
+def _plots(scores: list[Score], out: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plots (pip install scrapy-echo[plots])")
+        return
+    rates = sorted({s.rate for s in scores})
+    policies = list(dict.fromkeys(s.policy for s in scores))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name in policies:
+        mine = sorted((s for s in scores if s.policy == name), key=lambda s: s.rate)
+        ax.plot([s.rate for s in mine], [s.fraction_of_upper_bound for s in mine], "o-", label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("crawl rate (crawls/s)")
+    ax.set_ylabel("fraction of the upper bound")
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "fraction_vs_rate.png", dpi=120)
+    plt.close(fig)
+    for rate in rates:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for s in scores:
+            if s.rate == rate:
+                ax.plot(s.dynamic_times / 86400, s.dynamic_profit, label=s.policy)
+        bound = next(s.upper_bound_per_second for s in scores)
+        ax.axhline(bound, color="black", linestyle=":", label="upper bound (average)")
+        ax.set_xlabel("day")
+        ax.set_ylabel("profit per second, trailing day")
+        ax.set_title(f"dynamic profit at {rate:g} crawls/s")
+        ax.legend(fontsize="small")
+        ax.grid(True, alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / f"dynamic_profit_{rate:g}.png", dpi=120)
+        plt.close(fig)
+
+
+class _Progress:
+    """A one-line progress bar on stderr, shown only once a run has taken a few seconds."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.started = time.monotonic()
+        self.shown = False
+
+    def __call__(self, fraction: float) -> None:
+        if time.monotonic() - self.started < 3.0:
+            return
+        self.shown = True
+        bar = "#" * int(30 * fraction)
+        sys.stderr.write(f"\r{self.label:<28} [{bar:<30}] {fraction:6.1%}")
+        sys.stderr.flush()
+
+    def done(self, seconds: float) -> None:
+        if self.shown:
+            sys.stderr.write(f"\r{self.label:<28} done in {seconds:.1f} s{' ' * 30}\n")
+            sys.stderr.flush()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m scrapy_echo.sim",
+        description="Replay traces of new links and clicks against crawl policies.",
+    )
+    sub = parser.add_subparsers(required=True)
+
+    synth = sub.add_parser("synth", help="write a synthetic trace")
+    synth.add_argument("--out", required=True, help="directory to write the trace to")
+    synth.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    synth.add_argument("--sources", type=int, default=3000, help="content sources (3000)")
+    synth.add_argument("--days", type=float, default=21.0, help="trace length in days (21)")
+    synth.add_argument("--compress", action="store_true", help="write .csv.gz files")
+    synth.set_defaults(command=cmd_synth)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--trace", required=True, help="trace directory, or 'synthetic'")
+        p.add_argument("--policies", default="all", help="'all' or names separated by commas")
+        p.add_argument("--out", required=True, help="directory for results and plots")
+        p.add_argument("--seed", type=int, default=0, help="seed for 'synthetic' and BFS (0)")
+        p.add_argument("--resolve-period", type=float, default=1800.0, help="s (1800)")
+        p.add_argument("--push-period", type=float, default=3600.0, help="click log, s (3600)")
+        p.add_argument("--history", type=int, default=7, help="crawls behind λ (7)")
+        p.add_argument("--click-bin", type=float, default=1200.0, help="age bin, s (1200)")
+        p.add_argument("--window", type=float, default=86400.0, help="dynamic profit, s (1 day)")
+
+    run = sub.add_parser("run", help="compare policies at several crawl rates")
+    common(run)
+    run.add_argument("--rates", default="0.05,0.1,0.2", help="crawls/s, comma separated")
+    run.set_defaults(command=cmd_run)
+
+    needed = sub.add_parser("needed-rate", help="lowest rate reaching a fraction of the bound")
+    common(needed)
+    needed.add_argument("--target", type=float, default=0.99, help="fraction (0.99)")
+    needed.add_argument("--min-rate", type=float, default=0.01, help="crawls/s (0.01)")
+    needed.add_argument("--max-rate", type=float, default=8.0, help="crawls/s (8)")
+    needed.set_defaults(command=cmd_needed_rate)
+    return parser

@@ -1,0 +1,44 @@
+"""What a source shows at a given moment: the trace's links, sorted for fast look-ups."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from itertools import pairwise
+
+import numpy as np
+
+from scrapy_echo.sim.trace import Trace
+
+
+class LinkIndex:
+    """The trace's links grouped by source and sorted by appearance time.
+
+    A crawl of source ``s`` at ``t`` shows the links with ``appeared <= t < disappeared``;
+    the ones it did not show at its previous crawl at ``p`` are exactly those that appeared
+    in ``(p, t]`` and are still there. Per-source Python lists and ``bisect``: a crawl touches
+    a handful of links, where numpy's per-call overhead would dominate.
+    """
+
+    def __init__(self, trace: Trace) -> None:
+        order = np.lexsort((trace.link_appeared, trace.link_source))
+        source = trace.link_source[order]
+        appeared = trace.link_appeared[order].tolist()
+        disappeared = trace.link_disappeared[order].tolist()
+        page = trace.link_page[order].tolist()
+        bounds = np.searchsorted(source, np.arange(trace.n_sources + 1)).tolist()
+        self._appeared = [appeared[a:b] for a, b in pairwise(bounds)]
+        self._disappeared = [disappeared[a:b] for a, b in pairwise(bounds)]
+        self._page = [page[a:b] for a, b in pairwise(bounds)]
+
+    def visible(self, source: int, now: float) -> list[int]:
+        """Pages linked from ``source`` at ``now``."""
+        return self.appeared_between(source, -np.inf, now)
+
+    def appeared_between(self, source: int, after: float, now: float) -> list[int]:
+        """Pages whose link appeared on ``source`` in ``(after, now]`` and is still there."""
+        times = self._appeared[source]
+        lo = bisect_right(times, after)
+        hi = bisect_right(times, now)
+        gone = self._disappeared[source]
+        pages = self._page[source]
+        return [pages[i] for i in range(lo, hi) if gone[i] > now]

@@ -1,0 +1,91 @@
+"""Scoring a replay: profit caught against the upper bound, delays, and where crawls went.
+
+Profit is the ECHO paper's (ECHO.md, "Quality metric"): a page crawled at ``t`` earns the
+clicks it received at ``t`` or later, from the trace's ground truth. Everything is measured
+after the warm-up: pages crawled in ``[warmup, duration)``, and, for the upper bound, pages
+created in that window and crawled the moment they appeared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.metric import dynamic_profit, fraction_of_bound, page_profit
+from scrapy_echo.sim.engine import Replay
+from scrapy_echo.sim.trace import Trace
+
+
+@dataclass(frozen=True)
+class Score:
+    """One policy at one crawl rate."""
+
+    policy: str
+    rate: float
+    profit_per_second: float
+    upper_bound_per_second: float
+    fraction_of_upper_bound: float
+    pages_crawled: int
+    source_crawls: int
+    page_crawls: int
+    idle_slots: int
+    median_discovery_delay: float  # seconds from creation to discovery, pages found in window
+    median_crawl_delay: float  # seconds from creation to crawl, pages crawled in window
+    dynamic_times: FloatArray
+    dynamic_profit: FloatArray  # profit per second over the trailing window at each time
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready, without the dynamic series."""
+        out = {k: v for k, v in self.__dict__.items() if not k.startswith("dynamic")}
+        return {k: (float(v) if isinstance(v, np.floating) else v) for k, v in out.items()}
+
+
+def upper_bound(trace: Trace) -> tuple[float, FloatArray]:
+    """Profit per second after warm-up if every page were crawled when created, and the
+    per-page profit behind it."""
+    bound = page_profit(trace.page_created, trace.click_page, trace.click_ts, trace.click_count)
+    inside = (trace.page_created >= trace.warmup) & (trace.page_created < trace.duration)
+    return float(bound[inside].sum()) / (trace.duration - trace.warmup), bound
+
+
+def score(
+    trace: Trace,
+    replay: Replay,
+    *,
+    bound: float | None = None,
+    window: float = 86400.0,
+    sample_every: float = 1800.0,
+) -> Score:
+    """Score ``replay`` of ``trace``; pass ``bound`` to reuse a computed upper bound."""
+    if bound is None:
+        bound, _ = upper_bound(trace)
+    span = trace.duration - trace.warmup
+    profit = page_profit(replay.crawled, trace.click_page, trace.click_ts, trace.click_count)
+    inside = (replay.crawled >= trace.warmup) & (replay.crawled < trace.duration)
+    rate = float(profit[inside].sum()) / span
+    found = (replay.discovered >= trace.warmup) & (replay.discovered < trace.duration)
+    times = np.arange(trace.warmup + window, trace.duration + 1e-9, sample_every)
+    if times.size == 0:  # warm-up leaves less than a window: sample what there is
+        times = np.array([trace.duration])
+    dynamic = dynamic_profit(replay.crawled, profit, window=window, times=times)
+    return Score(
+        policy=replay.policy,
+        rate=replay.settings.crawl_rate,
+        profit_per_second=rate,
+        upper_bound_per_second=bound,
+        fraction_of_upper_bound=fraction_of_bound(rate, bound),
+        pages_crawled=int(inside.sum()),
+        source_crawls=replay.source_crawls,
+        page_crawls=replay.page_crawls,
+        idle_slots=replay.idle_slots,
+        median_discovery_delay=_median(replay.discovered[found] - trace.page_created[found]),
+        median_crawl_delay=_median(replay.crawled[inside] - trace.page_created[inside]),
+        dynamic_times=times,
+        dynamic_profit=dynamic,
+    )
+
+
+def _median(values: FloatArray) -> float:
+    return float(np.median(values)) if values.size else float("nan")

@@ -1,0 +1,320 @@
+"""Traces: sources, the links to new pages that appear and disappear on them, and clicks.
+
+A trace is a directory (docs/trace-format.rst):
+
+- ``sources.csv``: ``source_id,url``
+- ``links.csv``: ``source_id,page_url,appeared,disappeared`` (seconds from the start; an empty
+  ``disappeared`` means until the end)
+- ``pages.csv`` (optional): ``page_url,created`` (default: the page's first ``appeared``)
+- ``clicks.csv``: ``page_url,ts,clicks``
+- ``meta.json``: ``{"duration": seconds}``, optional ``name``, ``description``, ``warmup``
+
+Any CSV may be gzip-compressed (``NAME.csv.gz``). Every value is checked on load; an error
+names the file, the line (the header is line 1) and the column.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scrapy_echo.model.curves import FloatArray
+
+IntArray = NDArray[np.intp]
+# Pages keep being clicked after the trace ends; clicks later than this past the end are
+# almost surely a unit mistake (milliseconds for seconds).
+CLICKS_AFTER_END = 7 * 86400.0
+
+
+class TraceError(ValueError):
+    """A trace that cannot be loaded; the message names file, line and column."""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A trace in memory: everything indexed by integers, clicks sorted by time."""
+
+    duration: float
+    source_ids: list[str]
+    source_urls: list[str]
+    page_urls: list[str]
+    page_created: FloatArray
+    link_source: IntArray
+    link_page: IntArray
+    link_appeared: FloatArray
+    link_disappeared: FloatArray  # inf: until the end
+    click_page: IntArray
+    click_ts: FloatArray
+    click_count: FloatArray
+    warmup: float = 0.0
+    name: str = ""
+    description: str = ""
+    skipped_clicks: int = 0  # clicks on pages no link points to: never findable
+    extra_meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_sources(self) -> int:
+        return len(self.source_ids)
+
+    @property
+    def n_pages(self) -> int:
+        return len(self.page_urls)
+
+    def summary(self) -> dict[str, object]:
+        created = (self.page_created >= 0) & (self.page_created < self.duration)
+        return {
+            "sources": self.n_sources,
+            "pages": self.n_pages,
+            "links": int(self.link_source.size),
+            "clicks": float(self.click_count.sum()),
+            "days": round(self.duration / 86400, 2),
+            "new pages per second": round(float(created.sum()) / self.duration, 4),
+        }
+
+
+def load_trace(path: str | Path) -> Trace:
+    """Read and validate the trace in directory ``path``."""
+    root = Path(path)
+    if not root.is_dir():
+        raise TraceError(f"{root}: not a trace directory")
+    meta = _load_meta(root)
+    duration = meta["duration"]
+
+    source_ids: list[str] = []
+    source_urls: list[str] = []
+    index: dict[str, int] = {}
+    for row in _rows(root, "sources", ("source_id", "url")):
+        sid = row.text("source_id")
+        if sid in index:
+            raise row.error("source_id", f"{sid!r} is listed twice")
+        index[sid] = len(source_ids)
+        source_ids.append(sid)
+        source_urls.append(row.text("url"))
+
+    pages: dict[str, int] = {}
+    link_cols: tuple[list[int], list[int], list[float], list[float]] = ([], [], [], [])
+    for row in _rows(root, "links", ("source_id", "page_url", "appeared", "disappeared")):
+        sid = row.text("source_id")
+        if sid not in index:
+            raise row.error("source_id", f"{sid!r} is not in sources.csv")
+        appeared = row.number("appeared", low=0.0)
+        if appeared > duration:
+            raise row.error("appeared", f"{appeared!r} is after the end ({duration!r})")
+        disappeared = row.number("disappeared", low=0.0, empty=math.inf)
+        if disappeared < appeared:
+            raise row.error("disappeared", f"{disappeared!r} is before appeared ({appeared!r})")
+        page = pages.setdefault(row.text("page_url"), len(pages))
+        for column, value in zip(link_cols, (index[sid], page, appeared, disappeared), strict=True):
+            column.append(value)  # type: ignore[arg-type]
+    link_page = np.array(link_cols[1], dtype=np.intp)
+    link_appeared = np.array(link_cols[2], dtype=np.float64)
+    first = np.full(len(pages), np.inf)
+    np.minimum.at(first, link_page, link_appeared)
+    created = first.copy()
+    if _find(root, "pages", required=False) is not None:
+        for row in _rows(root, "pages", ("page_url", "created")):
+            page_id = pages.get(row.text("page_url"))
+            if page_id is None:
+                continue  # a page no link points to: nothing to find, nothing to score
+            value = row.number("created", low=-math.inf)
+            if value > first[page_id]:
+                raise row.error(
+                    "created", f"{value!r} is after the page's first link ({first[page_id]!r})"
+                )
+            created[page_id] = value
+
+    click_page: list[int] = []
+    click_ts: list[float] = []
+    click_count: list[float] = []
+    skipped = 0
+    for row in _rows(root, "clicks", ("page_url", "ts", "clicks")):
+        ts = row.number("ts", low=0.0)
+        if ts > duration + CLICKS_AFTER_END:
+            raise row.error("ts", f"{ts!r} is more than a week after the end ({duration!r})")
+        count = row.number("clicks", low=0.0)
+        if count <= 0:
+            raise row.error("clicks", f"{count!r} must be > 0")
+        page_id = pages.get(row.text("page_url"))
+        if page_id is None:
+            skipped += 1
+            continue
+        click_page.append(page_id)
+        click_ts.append(ts)
+        click_count.append(count)
+    order = np.argsort(np.array(click_ts, dtype=np.float64), kind="stable")
+    return Trace(
+        duration=duration,
+        warmup=meta["warmup"],
+        name=meta["name"],
+        description=meta["description"],
+        source_ids=source_ids,
+        source_urls=source_urls,
+        page_urls=list(pages),
+        page_created=created,
+        link_source=np.array(link_cols[0], dtype=np.intp),
+        link_page=link_page,
+        link_appeared=link_appeared,
+        link_disappeared=np.array(link_cols[3], dtype=np.float64),
+        click_page=np.array(click_page, dtype=np.intp)[order],
+        click_ts=np.array(click_ts, dtype=np.float64)[order],
+        click_count=np.array(click_count, dtype=np.float64)[order],
+        skipped_clicks=skipped,
+        extra_meta=meta["extra"],
+    )
+
+
+def write_trace(trace: Trace, path: str | Path, *, compress: bool = False) -> None:
+    """Write ``trace`` to directory ``path`` in the trace format."""
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    meta = {
+        **trace.extra_meta,
+        "name": trace.name,
+        "description": trace.description,
+        "duration": trace.duration,
+        "warmup": trace.warmup,
+    }
+    (root / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    with _writer(root, "sources", compress) as out:
+        out.writerow(["source_id", "url"])
+        out.writerows(zip(trace.source_ids, trace.source_urls, strict=True))
+    urls = trace.page_urls
+    with _writer(root, "links", compress) as out:
+        out.writerow(["source_id", "page_url", "appeared", "disappeared"])
+        for s, p, a, d in zip(
+            trace.link_source.tolist(),
+            trace.link_page.tolist(),
+            trace.link_appeared.tolist(),
+            trace.link_disappeared.tolist(),
+            strict=True,
+        ):
+            out.writerow([trace.source_ids[s], urls[p], repr(a), "" if math.isinf(d) else repr(d)])
+    with _writer(root, "pages", compress) as out:
+        out.writerow(["page_url", "created"])
+        out.writerows(zip(urls, map(repr, trace.page_created.tolist()), strict=True))
+    with _writer(root, "clicks", compress) as out:
+        out.writerow(["page_url", "ts", "clicks"])
+        for p, t, c in zip(
+            trace.click_page.tolist(),
+            trace.click_ts.tolist(),
+            trace.click_count.tolist(),
+            strict=True,
+        ):
+            out.writerow([urls[p], repr(t), repr(c)])
+
+
+# -- reading ------------------------------------------------------------------------------
+class _Row:
+    """One CSV row, with typed getters whose errors name file, line and column."""
+
+    def __init__(self, file: str, line: int, values: dict[str, str]) -> None:
+        self.file, self.line, self.values = file, line, values
+
+    def error(self, column: str, message: str) -> TraceError:
+        return TraceError(f"{self.file} line {self.line}, column {column!r}: {message}")
+
+    def text(self, column: str) -> str:
+        value = (self.values.get(column) or "").strip()
+        if not value:
+            raise self.error(column, "is empty")
+        return value
+
+    def number(self, column: str, *, low: float, empty: float | None = None) -> float:
+        raw = (self.values.get(column) or "").strip()
+        if not raw and empty is not None:
+            return empty
+        try:
+            value = float(raw)
+        except ValueError:
+            raise self.error(column, f"{raw!r} is not a number") from None
+        if not math.isfinite(value):
+            raise self.error(column, f"{raw!r} is not a finite number")
+        if value < low:
+            raise self.error(column, f"{value!r} is negative")
+        return value
+
+
+def _find(root: Path, name: str, *, required: bool = True) -> Path | None:
+    plain, packed = root / f"{name}.csv", root / f"{name}.csv.gz"
+    if plain.exists() and packed.exists():
+        raise TraceError(f"{root}: both {plain.name} and {packed.name}; keep one")
+    for candidate in (plain, packed):
+        if candidate.exists():
+            return candidate
+    if required:
+        raise TraceError(f"{root}: missing {name}.csv (or {name}.csv.gz)")
+    return None
+
+
+def _rows(root: Path, name: str, columns: tuple[str, ...]) -> Iterator[_Row]:
+    path = _find(root, name)
+    assert path is not None
+    with _open(path) as handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise TraceError(f"{path.name} line 1: missing column(s) {', '.join(missing)}")
+        for values in reader:
+            yield _Row(path.name, reader.line_num, values)
+
+
+def _open(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return path.open(encoding="utf-8", newline="")
+
+
+def _load_meta(root: Path) -> dict[str, Any]:
+    path = root / "meta.json"
+    if not path.exists():
+        raise TraceError(f"{root}: missing meta.json")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"meta.json line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(meta, dict):
+        raise TraceError("meta.json: must be a JSON object")
+    duration = meta.get("duration")
+    if not isinstance(duration, int | float) or not (0 < duration < math.inf):
+        raise TraceError(f"meta.json: 'duration' must be a number of seconds > 0, got {duration!r}")
+    warmup = meta.get("warmup", 0.0)
+    if not isinstance(warmup, int | float) or not (0 <= warmup < duration):
+        raise TraceError(f"meta.json: 'warmup' must be in [0, duration), got {warmup!r}")
+    known = {"duration", "warmup", "name", "description"}
+    return {
+        "duration": float(duration),
+        "warmup": float(warmup),
+        "name": str(meta.get("name", root.name)),
+        "description": str(meta.get("description", "")),
+        "extra": {k: v for k, v in meta.items() if k not in known},
+    }
+
+
+class _writer:  # a context manager used like a function, hence the name
+    def __init__(self, root: Path, name: str, compress: bool) -> None:
+        self.path = root / (f"{name}.csv.gz" if compress else f"{name}.csv")
+        other = root / (f"{name}.csv" if compress else f"{name}.csv.gz")
+        other.unlink(missing_ok=True)  # never leave both forms behind
+
+    def __enter__(self) -> Any:
+        if self.path.suffix == ".gz":
+            self.handle: IO[str] = io.TextIOWrapper(
+                gzip.open(self.path, "wb"), encoding="utf-8", newline=""
+            )
+        else:
+            self.handle = self.path.open("w", encoding="utf-8", newline="")
+        return csv.writer(self.handle)
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()

@@ -1,0 +1,80 @@
+"""The synthetic trace generator: deterministic, and shaped as documented."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scrapy_echo.sim.synth import DAY, SynthParams, synthesize
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return synthesize(SynthParams(sources=400, days=14, seed=3))
+
+
+def test_same_seed_same_trace_other_seed_other_trace() -> None:
+    params = SynthParams(sources=50, days=3, seed=9)
+    a, b = synthesize(params), synthesize(params)
+    c = synthesize(SynthParams(sources=50, days=3, seed=10))
+    for name in ("page_created", "link_disappeared", "click_ts", "click_count"):
+        assert np.array_equal(getattr(a, name), getattr(b, name))
+    assert not np.array_equal(a.page_created[:10], c.page_created[:10])
+
+
+def test_total_new_link_rate_scales_with_sources(trace) -> None:
+    rate = trace.n_pages / trace.duration
+    # 0.15 pages/s at 3000 sources, scaled to 400, less the night and weekend troughs.
+    assert 0.6 * 0.15 * 400 / 3000 < rate < 1.1 * 0.15 * 400 / 3000
+
+
+def test_hubs_show_at_most_k_links(trace) -> None:
+    # At sample times, count the primary links shown per source.
+    for t in np.linspace(DAY, trace.duration - 1, 7):
+        shown = (trace.link_appeared <= t) & (trace.link_disappeared > t)
+        per_source = np.bincount(trace.link_source[shown], minlength=trace.n_sources)
+        # K is at most 50 (300 for listing sources), plus the cross-links of the site.
+        assert per_source.max() <= 300 + 50
+
+
+def test_clicks_are_heavy_tailed_across_sources(trace) -> None:
+    page_source = np.full(trace.n_pages, -1)
+    page_source[trace.link_page[::-1]] = trace.link_source[::-1]  # primary link's source
+    per_source = np.bincount(
+        page_source[trace.click_page], weights=trace.click_count, minlength=trace.n_sources
+    )
+    top = np.sort(per_source)[::-1]
+    assert top[: trace.n_sources // 5].sum() > 0.7 * top.sum()
+
+
+def test_daily_and_weekly_cycles(trace) -> None:
+    hour = (trace.page_created % DAY) / 3600
+    day = (trace.page_created // DAY) % 7
+    afternoon = ((hour >= 12) & (hour < 18)).sum()
+    night = ((hour >= 0) & (hour < 6)).sum()
+    assert afternoon > 2 * night
+    weekday = np.isin(day, [0, 1, 2, 3, 4]).sum() / 10  # two weeks: 10 weekdays
+    weekend = np.isin(day, [5, 6]).sum() / 4
+    assert weekend < 0.8 * weekday
+
+
+def test_news_clicks_come_sooner_than_blog_clicks() -> None:
+    trace = synthesize(SynthParams(sources=300, days=4, seed=1, news_share=1.0))
+    blogs = synthesize(SynthParams(sources=300, days=4, seed=1, news_share=0.0))
+    delay = np.median(trace.click_ts - trace.page_created[trace.click_page])
+    blog_delay = np.median(blogs.click_ts - blogs.page_created[blogs.click_page])
+    assert delay < 6 * 3600 < 24 * 3600 < blog_delay
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"sources": 0}, "sources"),
+        ({"days": 3, "warmup_days": 5}, "warmup_days"),
+        ({"news_share": 2.0}, "news_share"),
+        ({"hub_items": (20, 10)}, "hub_items"),
+    ],
+)
+def test_bad_parameters_name_the_field(kwargs, field) -> None:
+    with pytest.raises(ValueError, match=field):
+        SynthParams(**kwargs)
