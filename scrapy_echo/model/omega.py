@@ -26,7 +26,7 @@ IntArray = NDArray[np.intp]
 # dropping inside it are worth ~0 at the margin) or its width falls below _JUMP_RTOL. Any
 # bracket stops at _BRACKET_RTOL.
 _JUMP_GAP = 1e-3
-_JUMP_RTOL = 1e-6
+_JUMP_RTOL = 1e-4
 _BRACKET_RTOL = 1e-12
 
 
@@ -233,6 +233,7 @@ class _Bracket:
         self.cost_lo, self.cost_hi = math.inf, 0.0
         self.kept_lo, self.kept_hi = -1, -1  # how many sources are kept at each end
         self.side = 0  # which end moved last: -1 lo, +1 hi (Illinois halves a stuck end)
+        self.repeats = 0  # how many times in a row the same end moved
         self.last_move = math.inf
         self.previous: Point | None = None
 
@@ -252,6 +253,8 @@ class _Bracket:
 
     def add(self, point: Point) -> None:
         f = math.log(point.cost) - self.log_target if point.cost > 0 else -math.inf
+        side = -1 if f > 0 else 1
+        self.repeats = self.repeats + 1 if side == self.side else 0
         if f > 0:
             self.lo, self.f_lo, self.cost_lo = point.omega, f, point.cost
             self.kept_lo = point.kept_count
@@ -273,6 +276,8 @@ class _Bracket:
             candidate = self._newton(point)
         if self.lo == 0:
             return candidate if 0 < candidate < self.hi else self.hi * 1e-3
+        if self.repeats >= 2:  # the same end moved three times running: creeping, so bisect
+            return math.sqrt(self.lo) * math.sqrt(self.hi)
         if self.lo < candidate < self.hi:
             return candidate
         self.last_move = math.inf  # Newton restarts its convergence check after this
