@@ -99,7 +99,7 @@ class CrawlHistory:
         """Plain lists, for JSON persistence."""
         return {
             "history": self.history,
-            "times": np.where(np.isnan(self.times), None, self.times).tolist(),
+            "times": [[None if t != t else t for t in row] for row in self.times.tolist()],
             "counts": self.counts.tolist(),
             "filled": self.filled.tolist(),
             "next": self.next.tolist(),

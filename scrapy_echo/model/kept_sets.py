@@ -80,4 +80,5 @@ def _recrawl_rate(
     x = g_inv(y)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(recrawl & np.isfinite(x), mu / x, 0.0)
-    return np.sum(rate, axis=1)
+    total: np.ndarray = np.sum(rate, axis=1)
+    return total

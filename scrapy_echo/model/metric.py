@@ -67,7 +67,8 @@ def dynamic_profit(
     t = np.asarray(times, dtype=np.float64)
     upto = np.searchsorted(when, t, side="right")
     since = np.searchsorted(when, t - window, side="left")
-    return (total[upto] - total[since]) / window
+    out: FloatArray = (total[upto] - total[since]) / window
+    return out
 
 
 def fraction_of_bound(value: float, bound: float) -> float:

@@ -102,7 +102,10 @@ def load_trace(path: str | Path) -> Trace:
         source_urls.append(row.text("url"))
 
     pages: dict[str, int] = {}
-    link_cols: tuple[list[int], list[int], list[float], list[float]] = ([], [], [], [])
+    link_source: list[int] = []
+    link_pages: list[int] = []
+    appeared_at: list[float] = []
+    disappeared_at: list[float] = []
     for row in _rows(root, "links", ("source_id", "page_url", "appeared", "disappeared")):
         sid = row.text("source_id")
         if sid not in index:
@@ -113,11 +116,12 @@ def load_trace(path: str | Path) -> Trace:
         disappeared = row.number("disappeared", low=0.0, empty=math.inf)
         if disappeared < appeared:
             raise row.error("disappeared", f"{disappeared!r} is before appeared ({appeared!r})")
-        page = pages.setdefault(row.text("page_url"), len(pages))
-        for column, value in zip(link_cols, (index[sid], page, appeared, disappeared), strict=True):
-            column.append(value)  # type: ignore[arg-type]
-    link_page = np.array(link_cols[1], dtype=np.intp)
-    link_appeared = np.array(link_cols[2], dtype=np.float64)
+        link_source.append(index[sid])
+        link_pages.append(pages.setdefault(row.text("page_url"), len(pages)))
+        appeared_at.append(appeared)
+        disappeared_at.append(disappeared)
+    link_page = np.array(link_pages, dtype=np.intp)
+    link_appeared = np.array(appeared_at, dtype=np.float64)
     first = np.full(len(pages), np.inf)
     np.minimum.at(first, link_page, link_appeared)
     created = first.copy()
@@ -161,10 +165,10 @@ def load_trace(path: str | Path) -> Trace:
         source_urls=source_urls,
         page_urls=list(pages),
         page_created=created,
-        link_source=np.array(link_cols[0], dtype=np.intp),
+        link_source=np.array(link_source, dtype=np.intp),
         link_page=link_page,
         link_appeared=link_appeared,
-        link_disappeared=np.array(link_cols[3], dtype=np.float64),
+        link_disappeared=np.array(disappeared_at, dtype=np.float64),
         click_page=np.array(click_page, dtype=np.intp)[order],
         click_ts=np.array(click_ts, dtype=np.float64)[order],
         click_count=np.array(click_count, dtype=np.float64)[order],
