@@ -28,6 +28,7 @@ IntArray = NDArray[np.intp]
 _JUMP_GAP = 1e-3
 _JUMP_RTOL = 1e-4
 _BRACKET_RTOL = 1e-12
+_SAMPLE_TRUST = 0.05  # largest Newton step in log ω after a sample's first guess
 
 
 @dataclass
@@ -127,13 +128,17 @@ class OmegaSearch:
         budget = self.problem.crawl_rate
         if members.top <= 0 or budget <= 0:  # nothing to schedule, or nothing to spend
             return self._evaluate(members, _above(max(members.top, 1.0)), fixed=fixed), True
+        sampled = False
         if near is not None and 0 < near < members.top:
             omega = near
         else:
             omega = self._first_guess(members, budget, fixed=fixed)
+            sampled = not fixed and members.size > self.SAMPLE_ABOVE
         # Aim inside the tolerance band, not at its edge, so rounding lands feasible.
         target = budget * (1 - 0.5 * self.rtol)
-        bracket = _Bracket(target, members.top)
+        # A sample's ω is within a few percent; Newton's slope, blind to the kept-set jumps,
+        # can overshoot by far more, so its first steps stay within a trust region.
+        bracket = _Bracket(target, members.top, max_move=_SAMPLE_TRUST if sampled else 50.0)
         best: Point | None = None
         converged = False
         for _ in range(self.max_iter):
@@ -226,7 +231,8 @@ class _Bracket:
     proposal leaves the bracket, the Illinois variant of regula falsi; failing that, bisection.
     """
 
-    def __init__(self, target: float, top: float) -> None:
+    def __init__(self, target: float, top: float, *, max_move: float = 50.0) -> None:
+        self.max_move = max_move  # largest step in log ω that Newton may take
         self.log_target = math.log(target)
         self.lo, self.hi = 0.0, top  # cost(lo) > target >= cost(hi); cost(top) = 0
         self.f_lo, self.f_hi = math.inf, -math.inf  # log(cost / target) at each end
@@ -293,7 +299,7 @@ class _Bracket:
         if not (point.cost > 0 and elasticity < 0):
             return math.nan
         move = -(math.log(point.cost) - self.log_target) / elasticity
-        return point.omega * math.exp(max(-50.0, min(50.0, move)))
+        return point.omega * math.exp(max(-self.max_move, min(self.max_move, move)))
 
     def _secant(self, a: Point, b: Point) -> float:
         ratio = a.omega / b.omega if b.omega > 0 else math.nan
@@ -310,7 +316,7 @@ class _Bracket:
         if not elasticity < 0:  # underflowed to zero: no usable slope
             return math.nan
         move = -(math.log(point.cost) - self.log_target) / elasticity
-        move = max(-50.0, min(50.0, move))
+        move = max(-self.max_move, min(self.max_move, move))
         converging = abs(move) < 0.5 * abs(self.last_move)
         self.last_move = move
         return point.omega * math.exp(move) if converging else math.nan
