@@ -133,6 +133,7 @@ class Policy(ABC):
         # already recover nearly all of its gain (benchmarks/bench_sim.py), so it is off.
         self.repair_solves = repair_solves
         self.plan = Plan.empty()
+        self._all_crawled = -1  # size of last_crawl when no NaN was left in it
 
     def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
         """Make a new plan from fresh estimates and the crawl budget (pages/s)."""
@@ -163,10 +164,16 @@ class Policy(ABC):
         self.plan = self.plan.padded(last_crawl.size)
         return self.plan
 
-    @staticmethod
-    def _first_crawl(last_crawl: FloatArray) -> Decision | None:
+    def _first_crawl(self, last_crawl: FloatArray) -> Decision | None:
+        """A source never crawled, if any. Once every source has been crawled that stays
+        true until sources are added, so the scan is skipped until the array grows."""
+        if self._all_crawled == last_crawl.size:
+            return None
         never = np.isnan(last_crawl)
-        return Decision("source", int(never.argmax())) if never.any() else None
+        if never.any():
+            return Decision("source", int(never.argmax()))
+        self._all_crawled = last_crawl.size
+        return None
 
     @staticmethod
     def _behind(elapsed: FloatArray, plan: Plan) -> FloatArray:
