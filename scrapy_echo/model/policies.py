@@ -221,7 +221,7 @@ class EchoNewPages(Policy):
                     self.dropped_pages += frontier.drop(source)
                 waiting, values = waiting[~hopeless], values[~hopeless]
         if len(frontier) and values.size:
-            top = int(np.argmax(values))
+            top = int(values.argmax())
             best_page, page_value = int(waiting[top]), float(values[top])
             if page_value >= plan.omega:
                 return Decision("page", best_page)
@@ -232,12 +232,12 @@ class EchoNewPages(Policy):
             return None
         elapsed = now - last_crawl
         ratio = self._behind(elapsed, plan)
-        most_behind = int(np.argmax(ratio))
+        most_behind = int(ratio.argmax())
         if ratio[most_behind] >= 1.0:
             return Decision("source", most_behind)
         # Nothing is worth a crawl: spend the slot on the best of what is left.
         index = _source_index(elapsed, plan)
-        best_source = int(np.argmax(index))
+        best_source = int(index.argmax())
         if best_page >= 0 and page_value >= index[best_source]:
             return Decision("page", best_page)
         if index[best_source] > 0:
@@ -255,7 +255,7 @@ class EchoSchedule(Policy):
             return first
         if last_crawl.size:
             ratio = self._behind(now - last_crawl, plan)
-            most_behind = int(np.argmax(ratio))
+            most_behind = int(ratio.argmax())
             if ratio[most_behind] >= 1.0:
                 return Decision("source", most_behind)
         return self._newest_discovered(frontier)
@@ -296,7 +296,7 @@ class FixedQuota(Policy):
             source = self._first_crawl(last_crawl)
             if source is None and last_crawl.size:
                 ratio = self._behind(now - last_crawl, plan)
-                most_behind = int(np.argmax(ratio))
+                most_behind = int(ratio.argmax())
                 if ratio[most_behind] > 0:
                     source = Decision("source", most_behind)
             if source is not None:
@@ -323,7 +323,7 @@ class EchoGreedy(Policy):
         waiting_profit = est.profit * est.link_rate * (now - last_crawl)
         if not waiting_profit.size or not waiting_profit.max() > 0:
             return None
-        return Decision("source", int(np.argmax(waiting_profit)))
+        return Decision("source", int(waiting_profit.argmax()))
 
 
 class BreadthFirst(Policy):
