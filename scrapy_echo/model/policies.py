@@ -176,9 +176,12 @@ class Policy(ABC):
         return None
 
     @staticmethod
-    def _behind(elapsed: FloatArray, plan: Plan) -> FloatArray:
-        """``τ/I`` per source (``elapsed`` = ``τ``): 0 where not recrawled on schedule."""
-        return elapsed * plan.recrawl_rate
+    def _most_behind(elapsed: FloatArray, plan: Plan) -> tuple[int, float]:
+        """The source with the largest ``τ/I`` (``elapsed`` = ``τ``) and that ratio; sources
+        not recrawled on schedule count 0."""
+        ratio = elapsed * plan.recrawl_rate
+        most = int(ratio.argmax())
+        return most, float(ratio[most])
 
     @staticmethod
     def _page_values(
@@ -231,9 +234,8 @@ class EchoNewPages(Policy):
         if not last_crawl.size:
             return None
         elapsed = now - last_crawl
-        ratio = self._behind(elapsed, plan)
-        most_behind = int(ratio.argmax())
-        if ratio[most_behind] >= 1.0:
+        most_behind, ratio = self._most_behind(elapsed, plan)
+        if ratio >= 1.0:
             return Decision("source", most_behind)
         # Nothing is worth a crawl: spend the slot on the best of what is left.
         index = _source_index(elapsed, plan)
@@ -254,9 +256,8 @@ class EchoSchedule(Policy):
         if first is not None:
             return first
         if last_crawl.size:
-            ratio = self._behind(now - last_crawl, plan)
-            most_behind = int(ratio.argmax())
-            if ratio[most_behind] >= 1.0:
+            most_behind, ratio = self._most_behind(now - last_crawl, plan)
+            if ratio >= 1.0:
                 return Decision("source", most_behind)
         return self._newest_discovered(frontier)
 
@@ -295,9 +296,8 @@ class FixedQuota(Policy):
         if sources_turn or page is None:
             source = self._first_crawl(last_crawl)
             if source is None and last_crawl.size:
-                ratio = self._behind(now - last_crawl, plan)
-                most_behind = int(ratio.argmax())
-                if ratio[most_behind] > 0:
+                most_behind, ratio = self._most_behind(now - last_crawl, plan)
+                if ratio > 0:
                     source = Decision("source", most_behind)
             if source is not None:
                 self.source_crawls += 1
