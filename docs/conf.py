@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 project = "scrapy_echo"
 author = "scrapy_echo developers"
-copyright = "2026, scrapy_echo developers"  # noqa: A001
+copyright = "2026, scrapy_echo developers"
 
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
 napoleon_numpy_docstring = True

@@ -63,7 +63,9 @@ def test_news_clicks_come_sooner_than_blog_clicks() -> None:
     blogs = synthesize(SynthParams(sources=300, days=4, seed=1, news_share=0.0))
     delay = np.median(trace.click_ts - trace.page_created[trace.click_page])
     blog_delay = np.median(blogs.click_ts - blogs.page_created[blogs.click_page])
-    assert delay < 6 * 3600 < 24 * 3600 < blog_delay
+    # Each source's median click delay is its half-life: 6-24 h for news, 1-4 days for blogs
+    # (the trace's end cuts a few late blog clicks, which only lowers blog_delay).
+    assert 6 * 3600 < delay < 24 * 3600 < blog_delay
 
 
 @pytest.mark.parametrize(

@@ -83,7 +83,9 @@ class Plan:
     @cached_property
     def index_terms(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """``(μ, λP/μ, λP·[μ = 0])`` of kept sources (zeros elsewhere), so that
-        ``V(τ) = (λP/μ) g(μτ) + λP τ [μ = 0]`` is a few vector operations."""
+        ``V(τ) = (λP/μ) g(μτ) + λP τ [μ = 0]`` is a few vector operations. (Full-length
+        arrays: with a budget above the new-link rate nearly every source is kept, and
+        gathering a subset costs more than it saves.)"""
         est = self.estimates
         value = est.link_rate * est.profit
         decays = self.kept & (est.decay > 0)
@@ -134,6 +136,7 @@ class Policy(ABC):
         self.repair_solves = repair_solves
         self.plan = Plan.empty()
         self._all_crawled = -1  # size of last_crawl when no NaN was left in it
+        self._quiet: tuple[Plan | None, int, float] = (None, 0, 0.0)  # see _due_source
 
     def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
         """Make a new plan from fresh estimates and the crawl budget (pages/s)."""
@@ -173,6 +176,24 @@ class Policy(ABC):
         if never.any():
             return Decision("source", int(never.argmax()))
         self._all_crawled = last_crawl.size
+        return None
+
+    def _due_source(self, now: float, last_crawl: FloatArray, plan: Plan) -> Decision | None:
+        """The source most behind its schedule if any is due (``τ ≥ I``), else ``None``.
+
+        When none is due, the earliest due time ``min(last + I)`` is remembered: crawls only
+        move due times later, so until then (same plan, same sources) the scan is skipped.
+        """
+        if not last_crawl.size:
+            return None
+        quiet_plan, quiet_size, quiet_until = self._quiet
+        if quiet_plan is plan and quiet_size == last_crawl.size and now < quiet_until:
+            return None
+        most_behind, ratio = self._most_behind(now - last_crawl, plan)
+        if ratio >= 1.0:
+            return Decision("source", most_behind)
+        next_due = float(np.min(last_crawl + plan.intervals))
+        self._quiet = (plan, last_crawl.size, next_due)
         return None
 
     @staticmethod
@@ -233,16 +254,14 @@ class EchoNewPages(Policy):
             return first
         if not last_crawl.size:
             return None
-        elapsed = now - last_crawl
-        most_behind, ratio = self._most_behind(elapsed, plan)
-        if ratio >= 1.0:
-            return Decision("source", most_behind)
+        due = self._due_source(now, last_crawl, plan)
+        if due is not None:
+            return due
         # Nothing is worth a crawl: spend the slot on the best of what is left.
-        index = _source_index(elapsed, plan)
-        best_source = int(index.argmax())
-        if best_page >= 0 and page_value >= index[best_source]:
+        best_source, source_value = _best_early_recrawl(now, last_crawl, plan)
+        if best_page >= 0 and page_value >= source_value:
             return Decision("page", best_page)
-        if index[best_source] > 0:
+        if source_value > 0:
             return Decision("source", best_source)
         return None
 
@@ -255,10 +274,9 @@ class EchoSchedule(Policy):
         first = self._first_crawl(last_crawl)
         if first is not None:
             return first
-        if last_crawl.size:
-            most_behind, ratio = self._most_behind(now - last_crawl, plan)
-            if ratio >= 1.0:
-                return Decision("source", most_behind)
+        due = self._due_source(now, last_crawl, plan)
+        if due is not None:
+            return due
         return self._newest_discovered(frontier)
 
 
@@ -351,15 +369,17 @@ class BreadthFirst(Policy):
         return Decision("source", source)
 
 
-def _source_index(elapsed: FloatArray, plan: Plan) -> FloatArray:
-    """``V(τ) = (λP/μ) g(μτ)``: what recrawling each source now is worth (``λPτ`` at
-    ``μ = 0``); 0 for sources the plan does not keep."""
+def _best_early_recrawl(now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
+    """The source whose recrawl now is worth most, by ``V(τ) = (λP/μ) g(μτ)`` (``λPτ`` at
+    ``μ = 0``; 0 for sources the plan does not keep), and that value."""
     mu, scale, linear = plan.index_terms
+    elapsed = now - last_crawl
     x = mu * elapsed
     # g(x) = 1 - (1 + x) e^{-x}; its cancellation at tiny x only blurs values that small.
     value = scale * (1.0 - (1.0 + x) * np.exp(-x))
     value += linear * elapsed
-    return value
+    best = int(value.argmax())
+    return best, float(value[best])
 
 
 POLICIES: dict[str, type[Policy]] = {
