@@ -6,6 +6,22 @@ The ECHO model (Lefortier et al., CIKM 2013) as a Scrapy plugin. The model layer
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+from scrapy_echo.addon import Addon
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["Addon", "__version__", "push_clicks"]
+
+
+def push_clicks(crawler: Crawler, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Feed clicks from Python: ``{"url": ..., "ts": ..., "clicks": ...}`` rows, checked like
+    click-feed rows (a bad one is skipped and counted). Returns how many were taken."""
+    from scrapy_echo.runtime import EchoRuntime
+
+    return EchoRuntime.of(crawler).push_clicks(rows)

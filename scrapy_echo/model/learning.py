@@ -90,6 +90,11 @@ class SourceLearner:
     def sources(self) -> int:
         return self._sources
 
+    @property
+    def pending_clicks(self) -> int:
+        """Click rows waiting for their page to be crawled."""
+        return self._pending_rows
+
     def grow(self, sources: int) -> None:
         """Make room for ``sources`` sources (added at run time)."""
         if sources > self._sources:

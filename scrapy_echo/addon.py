@@ -1,0 +1,36 @@
+"""``ADDONS = {"scrapy_echo.Addon": 0}``: the one-line way to turn ECHO on."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+class Addon:
+    """Sets the ECHO scheduler (at ``"addon"`` priority, so a ``SCHEDULER`` in the project's
+    settings still wins) and adds the middlewares and the extension unless the project
+    already lists them (a project may set one to ``None`` to turn it off).
+
+    The equivalent explicit settings::
+
+        SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"
+        DOWNLOADER_MIDDLEWARES = {"scrapy_echo.downloadermw.EchoDownloaderMiddleware": 60}
+        SPIDER_MIDDLEWARES = {"scrapy_echo.spidermw.EchoSpiderMiddleware": 950}
+        EXTENSIONS = {"scrapy_echo.extension.EchoExtension": 500}
+    """
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        from scrapy_echo.downloadermw import EchoDownloaderMiddleware
+        from scrapy_echo.extension import EchoExtension
+        from scrapy_echo.spidermw import EchoSpiderMiddleware
+
+        settings.set("SCHEDULER", "scrapy_echo.scheduler.EchoScheduler", "addon")
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", EchoDownloaderMiddleware, 60
+        )
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", EchoSpiderMiddleware, 950
+        )
+        settings.setdefault_in_component_priority_dict("EXTENSIONS", EchoExtension, 500)

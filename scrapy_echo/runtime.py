@@ -1,0 +1,159 @@
+"""The objects one crawler's ECHO components share: config, state, policy, clock.
+
+Scrapy builds the scheduler, the middlewares and the extension separately, each from the
+crawler; :meth:`EchoRuntime.of` gives them all the same runtime, created on first use.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from scrapy_echo.model.policies import Plan, Policy, make_policy
+from scrapy_echo.settings import EchoConfig
+from scrapy_echo.state import CrawlState
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from scrapy_echo.clickfeed import ClickFeedReader, ClickRow
+
+logger = logging.getLogger(__name__)
+
+# Budget for the first plan, before any throughput is measured, when ECHO_CRAWL_RATE is unset.
+_UNMEASURED_RATE = 1.0
+
+
+class Throughput:
+    """Responses per second over the last ``window`` seconds (the budget when
+    ``ECHO_CRAWL_RATE`` is unset: the crawler's own measured speed)."""
+
+    def __init__(self, window: float = 300.0) -> None:
+        self.window = window
+        self._times: deque[float] = deque()
+        self._started = time.time()
+
+    def add(self, now: float) -> None:
+        self._times.append(now)
+        while self._times and self._times[0] < now - self.window:
+            self._times.popleft()
+
+    def rate(self, now: float) -> float | None:
+        span = min(self.window, now - self._started)
+        if len(self._times) < 2 or span <= 0:
+            return None
+        return len(self._times) / span
+
+
+class EchoRuntime:
+    """Per-crawler ECHO objects; see :meth:`of`."""
+
+    _instances: ClassVar[weakref.WeakKeyDictionary[Crawler, EchoRuntime]] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self, crawler: Crawler, *, clock: Callable[[], float] = time.time) -> None:
+        self.crawler = crawler
+        self.config = EchoConfig.from_settings(crawler.settings)
+        self.clock = clock
+        self.state = CrawlState(self.config)
+        self.policy: Policy = make_policy(self.config.policy)
+        self.throughput = Throughput(window=max(60.0, self.config.resolve_interval))
+        self.solves = 0
+        self.feeds: list[ClickFeedReader] = []  # the extension's file readers
+        self._invalid_kinds_logged: set[str] = set()
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> EchoRuntime:
+        """The crawler's runtime (``NotConfigured`` from bad settings propagates)."""
+        runtime = cls._instances.get(crawler)
+        if runtime is None:
+            runtime = cls._instances[crawler] = cls(crawler)
+        return runtime
+
+    def crawl_rate(self) -> float:
+        """The budget ``N`` (pages/s): ``ECHO_CRAWL_RATE``, else the measured throughput."""
+        if self.config.crawl_rate is not None:
+            return self.config.crawl_rate
+        measured = self.throughput.rate(self.clock())
+        return measured if measured else _UNMEASURED_RATE
+
+    def replan(self) -> Plan:
+        """Fresh estimates, a fresh schedule; one summary line in the log."""
+        now = self.clock()
+        estimates = self.state.learner.estimates(now)
+        plan = self.policy.replan(estimates, self.crawl_rate())
+        self.solves += 1
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.set_value("echo/solver/solves", self.solves)
+            stats.set_value("echo/solver/omega", plan.omega)
+            stats.set_value("echo/solver/kept", int(plan.kept.sum()))
+            stats.set_value("echo/solver/crawl_rate", self.crawl_rate())
+        logger.info(
+            "ECHO re-solve %d: %d sources, %d kept, budget %.3g pages/s, omega %.3g, "
+            "%d pages waiting",
+            self.solves,
+            len(estimates),
+            int(plan.kept.sum()),
+            self.crawl_rate(),
+            plan.omega,
+            len(self.state.frontier),
+        )
+        return plan
+
+    def wake_engine(self) -> None:
+        """Ask the engine for requests now, not at its next 5 s heartbeat. Scrapy has no
+        public call for this; without it (another engine) the heartbeat still comes."""
+        engine: Any = getattr(self.crawler, "engine", None)
+        slot = getattr(engine, "_slot", None)
+        nextcall = getattr(slot, "nextcall", None)
+        if nextcall is not None:
+            nextcall.schedule()
+
+    # -- clicks ----------------------------------------------------------------------------
+    def add_clicks(self, rows: Iterable[ClickRow]) -> int:
+        """Fold validated click rows into the learner; returns how many."""
+        rows = list(rows)
+        if rows:
+            self.state.learner.add_clicks(
+                [row.url for row in rows], [row.ts for row in rows], [row.clicks for row in rows]
+            )
+            if self.crawler.stats is not None:
+                self.crawler.stats.inc_value("echo/clickfeed/rows", len(rows))
+        return len(rows)
+
+    def push_clicks(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """The Python click feed: ``{"url", "ts", "clicks"}`` mappings from other code. Each
+        row is checked as a feed row is; a bad one is skipped and counted
+        (``echo/clickfeed/invalid/<kind>``), never half-applied. Returns the rows taken."""
+        from scrapy_echo.clickfeed import InvalidClickRow, parse_click
+
+        good = []
+        for row in rows:
+            try:
+                good.append(parse_click(row.get("url"), row.get("ts"), row.get("clicks")))
+            except InvalidClickRow as exc:
+                self.count_invalid_click(exc.kind, f"pushed row {row!r}: {exc}")
+        return self.add_clicks(good)
+
+    def count_invalid_click(self, kind: str, message: str) -> None:
+        """Count a bad click row; log the first of each kind."""
+        if kind not in self._invalid_kinds_logged:
+            self._invalid_kinds_logged.add(kind)
+            logger.warning("ECHO skipped a bad click row (%s); more are only counted", message)
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value("echo/clickfeed/invalid")
+            self.crawler.stats.inc_value(f"echo/clickfeed/invalid/{kind}")
+
+    def feed_state(self) -> dict[str, Any]:
+        return {str(reader.path): reader.state() for reader in self.feeds}
+
+    def restore_feeds(self, saved: Mapping[str, Any]) -> None:
+        for reader in self.feeds:
+            if str(reader.path) in saved:
+                reader.restore(saved[str(reader.path)])

@@ -1,0 +1,219 @@
+"""The ECHO scheduler: a source lane, a new-page lane and a plain lane behind one budget.
+
+Every time the engine asks for a request, the policy (:mod:`scrapy_echo.model.policies`, the
+same objects the simulator runs) decides between recrawling a source and fetching a waiting
+new page; any other request the spider yields waits in a plain FIFO lane, which gets at most
+``ECHO_PLAIN_SHARE`` of the slots while ECHO has work, and every slot when it has none. With
+``ECHO_CRAWL_RATE`` set, requests leave no faster than that rate.
+
+The scheduler never reports itself empty while there are sources: a monitor runs until it is
+stopped (or a ``CLOSESPIDER_*`` condition closes it). When nothing may leave now, it wakes the
+engine itself at the moment something can, instead of waiting for the engine's 5 s heartbeat.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+from scrapy.utils.misc import build_from_crawler, load_object
+from twisted.internet import reactor as _reactor
+from twisted.internet.task import LoopingCall
+
+from scrapy_echo.jobdir import Checkpointer
+from scrapy_echo.runtime import EchoRuntime
+from scrapy_echo.settings import read_sources
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+# A budget left unused while idle may be spent at once, up to this many seconds of it.
+_BURST_SECONDS = 1.0
+# The installed reactor (zope interfaces do not type-check as classes).
+reactor: Any = _reactor
+# Longest nap between wake-ups when nothing is due (new sources or pages may arrive).
+_MAX_NAP = 1.0
+
+
+def _source_seen(response: Response) -> list[Any]:
+    """Callback of source requests when the spider has no ``parse_source``: the plugin's
+    spider middleware has already taken the links; the spider has nothing to do."""
+    return []
+
+
+class EchoScheduler:
+    """Scrapy scheduler (``SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"``)."""
+
+    def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
+        self.crawler = crawler
+        self.runtime = runtime
+        self.state = runtime.state
+        self.stats = crawler.stats
+        self.dupefilter: Any = build_from_crawler(
+            load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler
+        )
+        self.plain: deque[Request] = deque()
+        self.checkpointer = Checkpointer.from_crawler(crawler, runtime, self)
+        self.spider: Spider | None = None
+        self._source_callback: Any = _source_seen
+        self._next_slot = -math.inf  # earliest time the budget lets the next request leave
+        self._plain_served = 0
+        self._echo_served = 0
+        self._wake_call: Any = None  # IDelayedCall
+        self._checkpoint_loop: LoopingCall | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler, EchoRuntime.of(crawler))
+
+    # -- BaseScheduler ---------------------------------------------------------------------
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        self._source_callback = getattr(spider, "parse_source", None) or _source_seen
+        self.dupefilter.open()
+        restored = self.checkpointer.restore(spider)
+        for url in self.runtime.config.sources + read_sources(getattr(spider, "echo_sources", ())):
+            self.state.add_source(url)
+        if not self.state.sources:
+            logger.warning(
+                "ECHO has no sources: set ECHO_SOURCES or the spider's echo_sources; "
+                "only the spider's own requests will be crawled"
+            )
+        logger.info(
+            "ECHO scheduler: %d sources, policy %s, budget %s%s",
+            len(self.state.sources),
+            self.runtime.policy.name,
+            f"{self.runtime.config.crawl_rate:g} pages/s"
+            if self.runtime.config.crawl_rate
+            else "the measured throughput",
+            ", resumed from JOBDIR" if restored else "",
+        )
+        self.runtime.replan()
+        if self.checkpointer.enabled:
+            self._checkpoint_loop = LoopingCall(self.checkpointer.save)
+            self._checkpoint_loop.start(self.runtime.config.checkpoint_interval, now=False)
+
+    def close(self, reason: str) -> None:
+        if self._wake_call is not None and self._wake_call.active():
+            self._wake_call.cancel()
+        if self._checkpoint_loop is not None and self._checkpoint_loop.running:
+            self._checkpoint_loop.stop()
+        self.checkpointer.save()
+        self.dupefilter.close(reason)
+
+    def has_pending_requests(self) -> bool:
+        return bool(self.state.sources) or bool(self.plain) or bool(len(self.state.frontier))
+
+    def __len__(self) -> int:
+        return len(self.plain) + len(self.state.frontier)
+
+    def enqueue_request(self, request: Request) -> bool:
+        echo = request.meta.get("echo")
+        if isinstance(echo, dict) and echo.get("kind") == "page":
+            self.state.frontier.push(
+                int(echo["source"]),
+                request,
+                appeared=float(echo["appeared"]),
+                discovered=float(echo["discovered"]),
+            )
+            self._inc("echo/scheduler/enqueued/page")
+            return True
+        if isinstance(echo, dict) and echo.get("kind") == "source":
+            # A redirect or retry of a source crawl already under way: finish it first.
+            self.plain.appendleft(request)
+            self._inc("echo/scheduler/enqueued/source_followup")
+            return True
+        if request.meta.get("echo_source"):
+            self.state.add_source(request.url)  # the policy decides when to crawl it
+            self._inc("echo/scheduler/enqueued/new_source")
+            return True
+        if not request.dont_filter and self.dupefilter.request_seen(request):
+            self.dupefilter.log(request, self.spider)
+            return False
+        self.plain.append(request)
+        self._inc("echo/scheduler/enqueued/plain")
+        return True
+
+    def next_request(self) -> Request | None:
+        now = self.runtime.clock()
+        if now < self._next_slot:
+            self._wake_at(self._next_slot - now)
+            return None
+        request = self._pick(now)
+        if request is None:
+            self._wake_at(self._nap(now))
+            return None
+        rate = self.runtime.config.crawl_rate
+        if rate is not None:
+            self._next_slot = max(self._next_slot, now - _BURST_SECONDS) + 1.0 / rate
+        return request
+
+    # -- lanes -----------------------------------------------------------------------------
+    def _pick(self, now: float) -> Request | None:
+        share = self.runtime.config.plain_share
+        total = self._plain_served + self._echo_served
+        if self.plain and self._plain_served <= share * total:
+            return self._serve_plain()
+        request = self._echo(now)
+        if request is not None:
+            self._echo_served += 1
+            return request
+        return self._serve_plain() if self.plain else None
+
+    def _serve_plain(self) -> Request:
+        self._plain_served += 1
+        self._inc("echo/scheduler/dequeued/plain")
+        return self.plain.popleft()
+
+    def _echo(self, now: float) -> Request | None:
+        decision = self.runtime.policy.choose(now, self.state.last_crawl, self.state.frontier)
+        if decision is None:
+            return None
+        if decision.kind == "page":
+            waiting = self.state.frontier.pop(decision.source)
+            self._inc("echo/scheduler/dequeued/page")
+            request: Request = waiting.page  # type: ignore[assignment]
+            return request
+        source = decision.source
+        self.state.source_dispatched(source, now)
+        self._inc("echo/scheduler/dequeued/source")
+        return Request(
+            self.state.sources[source].url,
+            callback=self._source_callback,
+            dont_filter=True,
+            meta={"echo": {"kind": "source", "source": source}},
+        )
+
+    def _nap(self, now: float) -> float:
+        """Seconds until a source is due under the current plan (at most ``_MAX_NAP``)."""
+        plan = self.runtime.policy.plan
+        last = self.state.last_crawl
+        if len(plan) != last.size or not last.size:
+            return _MAX_NAP
+        due = float(min(_MAX_NAP, max(0.0, (last + plan.intervals).min() - now)))
+        return due if math.isfinite(due) else _MAX_NAP
+
+    def _wake_at(self, delay: float) -> None:
+        delay = max(delay, 0.001)
+        call = self._wake_call
+        if call is not None and call.active():
+            if call.getTime() <= reactor.seconds() + delay:
+                return
+            call.cancel()
+        self._wake_call = reactor.callLater(delay, self._wake)
+
+    def _wake(self) -> None:
+        self._wake_call = None
+        self.runtime.wake_engine()
+
+    def _inc(self, key: str) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key)

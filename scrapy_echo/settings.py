@@ -1,0 +1,199 @@
+"""Every ``ECHO_*`` setting, its default, and the one place they are parsed and checked.
+
+Components never read ``ECHO_*`` settings themselves: they get an :class:`EchoConfig`, parsed
+once per crawler. A bad value raises ``NotConfigured`` naming the setting, the value and the
+rule, so a typo stops the crawl at start instead of skewing it for hours.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import NotConfigured
+
+from scrapy_echo.model.policies import POLICIES
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+DEFAULTS: dict[str, Any] = {
+    "ECHO_ENABLED": True,
+    "ECHO_CRAWL_RATE": None,  # pages/s; None: the measured throughput
+    "ECHO_POLICY": "echo-newpages",
+    "ECHO_SOURCES": [],  # URLs, or a path to a file of URLs (one per line, # comments)
+    "ECHO_CLICK_FEED": None,  # path to a JSON Lines or CSV click feed
+    "ECHO_RESOLVE_INTERVAL": 1800.0,  # s between re-solves of the intervals
+    "ECHO_CLICK_PUSH_PERIOD": 3600.0,  # s between reads of the click feed
+    "ECHO_CLICK_BIN": 1200.0,  # s per age bin of the click-decay fit
+    "ECHO_CLICK_BINS": 72,  # age bins fitted
+    "ECHO_HISTORY_SIZE": 7,  # crawls of a source behind its new-link rate
+    "ECHO_DEFAULT_PROFIT": 1.0,  # expected clicks of a page from a source without click data
+    "ECHO_CHECKPOINT_INTERVAL": 60.0,  # s between JOBDIR checkpoints
+    "ECHO_PLAIN_SHARE": 0.5,  # share of slots for the spider's own requests while ECHO has work
+    "ECHO_FAILURE_BACKOFF": 60.0,  # s a failing source waits, doubled per failure in a row
+    "ECHO_FAILURE_BACKOFF_MAX": 6 * 3600.0,
+    "ECHO_SAME_SITE": True,  # default link extractor keeps links of the source's site only
+    "ECHO_MAX_LINKS_PER_SOURCE": 2000,  # links read from one source response
+    "ECHO_DEBUG": False,  # log every decision and every new page
+}
+
+
+@dataclass(frozen=True)
+class EchoConfig:
+    """The parsed ``ECHO_*`` settings (see :data:`DEFAULTS` for what each means)."""
+
+    crawl_rate: float | None
+    policy: str
+    sources: tuple[str, ...]
+    click_feed: Path | None
+    resolve_interval: float
+    click_push_period: float
+    click_bin: float
+    click_bins: int
+    history_size: int
+    default_profit: float
+    checkpoint_interval: float
+    plain_share: float
+    failure_backoff: float
+    failure_backoff_max: float
+    same_site: bool
+    max_links_per_source: int
+    debug: bool
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> EchoConfig:
+        """Parse and check; ``NotConfigured`` (bare) when ``ECHO_ENABLED`` is false."""
+        if not settings.getbool("ECHO_ENABLED", True):
+            raise NotConfigured
+        get = _Getter(settings)
+        policy = get.text("ECHO_POLICY")
+        if policy not in POLICIES:
+            known = ", ".join(sorted(POLICIES))
+            raise NotConfigured(f"ECHO_POLICY ({policy!r}) must be one of: {known}")
+        backoff = get.number("ECHO_FAILURE_BACKOFF", at_least=0.0)
+        return cls(
+            crawl_rate=get.optional_number("ECHO_CRAWL_RATE"),
+            policy=policy,
+            sources=read_sources(settings.get("ECHO_SOURCES", DEFAULTS["ECHO_SOURCES"])),
+            click_feed=get.optional_path("ECHO_CLICK_FEED"),
+            resolve_interval=get.number("ECHO_RESOLVE_INTERVAL"),
+            click_push_period=get.number("ECHO_CLICK_PUSH_PERIOD"),
+            click_bin=get.number("ECHO_CLICK_BIN"),
+            click_bins=get.integer("ECHO_CLICK_BINS"),
+            history_size=get.integer("ECHO_HISTORY_SIZE"),
+            default_profit=get.number("ECHO_DEFAULT_PROFIT"),
+            checkpoint_interval=get.number("ECHO_CHECKPOINT_INTERVAL"),
+            plain_share=get.number("ECHO_PLAIN_SHARE", at_least=0.0, at_most=1.0),
+            failure_backoff=backoff,
+            failure_backoff_max=get.number("ECHO_FAILURE_BACKOFF_MAX", at_least=backoff),
+            same_site=get.flag("ECHO_SAME_SITE"),
+            max_links_per_source=get.integer("ECHO_MAX_LINKS_PER_SOURCE"),
+            debug=get.flag("ECHO_DEBUG"),
+        )
+
+
+def read_sources(value: object) -> tuple[str, ...]:
+    """Source URLs from a list of URLs, a comma-separated string, or a path to a file of
+    URLs (one per line; blank lines and ``#`` comments skipped). Raises ``NotConfigured``
+    for anything that is not an absolute http(s) URL, naming it (and its line)."""
+    where = "ECHO_SOURCES"
+    if isinstance(value, (str, Path)) and _looks_like_path(str(value)):
+        path = Path(value)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise NotConfigured(f"ECHO_SOURCES ({str(value)!r}) cannot be read: {exc}") from None
+        items = [
+            (f"{path}, line {number}", line.strip())
+            for number, line in enumerate(text.splitlines(), 1)
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
+    elif isinstance(value, str):
+        items = [(where, part.strip()) for part in value.split(",") if part.strip()]
+    elif isinstance(value, (list, tuple)):
+        items = [(where, item) for item in value]
+    else:
+        raise NotConfigured(f"ECHO_SOURCES ({value!r}) must be a list of URLs or a file path")
+    urls = []
+    for place, url in items:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise NotConfigured(f"{place}: source {url!r} must be an absolute http(s) URL")
+        urls.append(url)
+    return tuple(dict.fromkeys(urls))  # duplicates once, in order
+
+
+def _looks_like_path(value: str) -> bool:
+    return "://" not in value and "," not in value
+
+
+class _Getter:
+    """Typed reads of ``ECHO_*`` settings that fail with the setting, value and rule."""
+
+    def __init__(self, settings: BaseSettings) -> None:
+        self.settings = settings
+
+    def raw(self, name: str) -> Any:
+        return self.settings.get(name, DEFAULTS[name])
+
+    def number(
+        self, name: str, *, at_least: float | None = None, at_most: float = math.inf
+    ) -> float:
+        """A finite number, ``> 0`` unless ``at_least`` says otherwise."""
+        value = self.raw(name)
+        rule = "> 0" if at_least is None else f">= {at_least:g}"
+        if at_most < math.inf:
+            rule += f" and <= {at_most:g}"
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise NotConfigured(f"{name} ({value!r}) must be a number {rule}") from None
+        low_ok = number > 0 if at_least is None else number >= at_least
+        if not (math.isfinite(number) and low_ok and number <= at_most):
+            raise NotConfigured(f"{name} ({value!r}) must be a finite number {rule}")
+        return number
+
+    def optional_number(self, name: str) -> float | None:
+        value = self.raw(name)
+        if value is None or value == "":
+            return None
+        return self.number(name)
+
+    def integer(self, name: str) -> int:
+        value = self.raw(name)
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise NotConfigured(f"{name} ({value!r}) must be an integer >= 1")
+        try:
+            number = int(value)
+        except ValueError:
+            raise NotConfigured(f"{name} ({value!r}) must be an integer >= 1") from None
+        if number < 1:
+            raise NotConfigured(f"{name} ({value!r}) must be an integer >= 1")
+        return number
+
+    def flag(self, name: str) -> bool:
+        try:
+            return self.settings.getbool(name, DEFAULTS[name])
+        except ValueError:
+            raise NotConfigured(f"{name} ({self.raw(name)!r}) must be true or false") from None
+
+    def text(self, name: str) -> str:
+        value = self.raw(name)
+        if not isinstance(value, str):
+            raise NotConfigured(f"{name} ({value!r}) must be a string")
+        return value
+
+    def optional_path(self, name: str) -> Path | None:
+        value = self.raw(name)
+        if value is None or value == "":
+            return None
+        if not isinstance(value, (str, Path)):
+            raise NotConfigured(f"{name} ({value!r}) must be a file path")
+        path = Path(value)
+        if path.suffix.lower() not in {".jsonl", ".ndjson", ".json", ".csv"}:
+            raise NotConfigured(
+                f"{name} ({str(value)!r}) must end in .jsonl, .ndjson, .json or .csv"
+            )
+        return path

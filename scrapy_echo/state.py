@@ -1,0 +1,149 @@
+"""What a live crawl knows, in memory: sources, crawl times, seen links, what was learned.
+
+One :class:`CrawlState` per crawler, shared by the scheduler, the middlewares and the
+extension (through :mod:`scrapy_echo.runtime`). It holds plain data and the model objects the
+simulator uses too (:class:`SourceLearner`, :class:`Frontier`); Scrapy objects stay out, except
+the waiting page requests the frontier carries, which the scheduler turns to dicts for JOBDIR.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.estimators import ColdStart
+from scrapy_echo.model.frontier import Frontier
+from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.settings import EchoConfig
+from scrapy_echo.urls import canonical_url
+
+
+def fingerprint(url: str) -> int:
+    """64 bits of a canonical URL: the seen-links set holds these instead of strings."""
+    return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
+
+
+@dataclass
+class SourceStatus:
+    """Per-source bookkeeping outside the model: validators and failures."""
+
+    url: str
+    etag: str | None = None
+    last_modified: str | None = None
+    failures: int = 0  # in a row
+    last_fetched: float = math.nan  # when its last crawl's response came (NaN: never)
+    crawls: int = 0
+    new_links: int = 0
+    not_modified: int = 0
+
+
+@dataclass
+class CrawlState:
+    """Sources, their crawl times and learned estimates, seen links, and waiting pages."""
+
+    config: EchoConfig
+    sources: list[SourceStatus] = field(default_factory=list)
+    source_ids: dict[str, int] = field(default_factory=dict)  # canonical URL -> id
+    seen: set[int] = field(default_factory=set)  # fingerprints of every link seen on a source
+    crawled_pages: int = 0
+    _last_crawl: FloatArray = field(default_factory=lambda: np.full(0, np.nan))
+
+    def __post_init__(self) -> None:
+        cfg = self.config
+        self.learner = SourceLearner(
+            0,
+            history=cfg.history_size,
+            bin_width=cfg.click_bin,
+            bins=cfg.click_bins,
+            grace=cfg.click_push_period,
+            cold=ColdStart(profit=cfg.default_profit),
+            refit_every=min(cfg.click_push_period, cfg.resolve_interval),
+        )
+        self.frontier = Frontier(0)
+
+    # -- sources --------------------------------------------------------------------------
+    @property
+    def last_crawl(self) -> FloatArray:
+        """When each source was last crawled (NaN: never), a view of the first ``n``."""
+        return self._last_crawl[: len(self.sources)]
+
+    def add_source(self, url: str) -> int:
+        """The id of ``url`` as a source, adding it if new."""
+        key = canonical_url(url)
+        known = self.source_ids.get(key)
+        if known is not None:
+            return known
+        source = len(self.sources)
+        self.sources.append(SourceStatus(url))
+        self.source_ids[key] = source
+        if source >= self._last_crawl.size:  # grow by doubling: sources may come one by one
+            grown = np.full(max(16, 2 * self._last_crawl.size), np.nan)
+            grown[: self._last_crawl.size] = self._last_crawl
+            self._last_crawl = grown
+        self.learner.grow(source + 1)
+        self.frontier.grow(source + 1)
+        return source
+
+    def source_dispatched(self, source: int, now: float) -> None:
+        """A crawl of ``source`` was handed to the downloader: it is not due again for now."""
+        self._last_crawl[source] = now
+
+    def source_crawled(self, source: int, fetched: float, links: list[str]) -> list[str]:
+        """Record a crawl of ``source`` that showed ``links`` (canonical URLs); returns the
+        new ones. The first crawl of a source only records what is there."""
+        status = self.sources[source]
+        first = status.crawls == 0
+        fetched = self._fetch_time(status, fetched)
+        new = []
+        for link in links:
+            mark = fingerprint(link)
+            if mark not in self.seen:
+                self.seen.add(mark)
+                new.append(link)
+        if first:
+            new = []
+        status.new_links += len(new)
+        # The first crawl only starts the λ window (CrawlHistory ignores its count).
+        self.learner.record_crawl(source, fetched, len(new))
+        return new
+
+    def source_not_modified(self, source: int, fetched: float) -> None:
+        """A 304: a crawl that found nothing new."""
+        status = self.sources[source]
+        status.not_modified += 1
+        if status.crawls:
+            self.learner.record_crawl(source, self._fetch_time(status, fetched), 0)
+
+    def source_failed(self, source: int, now: float) -> float:
+        """A crawl of ``source`` failed: back off (doubling per failure in a row) so that a
+        broken source does not eat the budget. Returns the back-off in seconds."""
+        status = self.sources[source]
+        status.failures += 1
+        cfg = self.config
+        backoff = min(cfg.failure_backoff * 2.0 ** (status.failures - 1), cfg.failure_backoff_max)
+        # A crawl time in the future keeps the source off every policy's list until then.
+        self._last_crawl[source] = now + backoff
+        return backoff
+
+    @staticmethod
+    def _fetch_time(status: SourceStatus, fetched: float) -> float:
+        # Responses of one source may finish out of order (a redirect, a slow retry); its
+        # crawl history must not go back in time.
+        if fetched < status.last_fetched:
+            fetched = status.last_fetched
+        status.last_fetched = fetched
+        status.crawls += 1
+        status.failures = 0
+        return fetched
+
+    # -- pages ----------------------------------------------------------------------------
+    def page_crawled(self, page: str, source: int, appeared: float) -> None:
+        self.crawled_pages += 1
+        self.learner.add_page(page, source=source, appeared=appeared)
+
+
+__all__ = ["CrawlState", "SourceStatus", "canonical_url", "fingerprint"]

@@ -1,0 +1,10 @@
+"""The test project's settings: ECHO on through the add-on; tests add the rest with -s."""
+
+BOT_NAME = "monitor"
+SPIDER_MODULES = ["monitor.spiders"]
+ADDONS = {"scrapy_echo.Addon": 0}
+ROBOTSTXT_OBEY = False
+TELNETCONSOLE_ENABLED = False
+LOG_LEVEL = "INFO"
+CONCURRENT_REQUESTS = 8
+RETRY_ENABLED = False

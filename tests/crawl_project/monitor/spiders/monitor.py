@@ -1,0 +1,39 @@
+"""A spider as a user writes one: sources from ECHO_SOURCES, articles to ``parse``.
+
+At close it writes the crawl's stats to the JSON file named by ``-a stats_out=...``, so tests
+can read what happened without parsing logs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import scrapy
+
+
+class MonitorSpider(scrapy.Spider):
+    name = "monitor"
+
+    def __init__(self, stats_out: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.stats_out = stats_out
+
+    async def start(self):  # type: ignore[override]
+        # No start requests: ECHO crawls the sources itself.
+        return
+        yield
+
+    def parse(self, response: scrapy.http.Response) -> Any:
+        yield {"url": response.url, "title": response.css("h1::text").get()}
+
+    def closed(self, reason: str) -> None:
+        if self.stats_out:
+            stats = {
+                k: v
+                for k, v in self.crawler.stats.get_stats().items()
+                if k.startswith(("echo/", "item_", "finish_reason", "downloader/response_status"))
+            }
+            stats["finish_reason"] = reason
+            with open(self.stats_out, "w", encoding="utf-8") as handle:
+                json.dump(stats, handle, default=str)

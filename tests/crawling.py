@@ -1,0 +1,51 @@
+"""Run the test project's spider with real ``scrapy crawl`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROJECT = Path(__file__).parent / "crawl_project"
+
+
+@dataclass
+class CrawlRun:
+    returncode: int
+    stats: dict[str, Any]
+    log: str
+
+
+def crawl_command(stats_out: Path, settings: dict[str, Any]) -> list[str]:
+    command = [sys.executable, "-m", "scrapy", "crawl", "monitor", "-a", f"stats_out={stats_out}"]
+    for name, value in settings.items():
+        text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+        command += ["-s", f"{name}={text}"]
+    return command
+
+
+def crawl(tmp_path: Path, settings: dict[str, Any], *, timeout: float = 120) -> CrawlRun:
+    """``scrapy crawl monitor`` with ``settings`` (``-s``); its stats and log."""
+    stats_out = tmp_path / f"stats-{len(list(tmp_path.glob('stats-*')))}.json"
+    result = subprocess.run(
+        crawl_command(stats_out, settings),
+        cwd=PROJECT,
+        env=crawl_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    stats = json.loads(stats_out.read_text()) if stats_out.exists() else {}
+    return CrawlRun(result.returncode, stats, result.stderr)
+
+
+def crawl_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("SCRAPY_SETTINGS_MODULE", None)
+    env["PYTHONPATH"] = str(PROJECT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env

@@ -1,0 +1,181 @@
+"""A small news site served from a thread, for end-to-end crawls of the real plugin.
+
+Sections publish an article every ``period`` seconds from the site's start (``None``: a dead
+section); each hub page lists its latest ``hub_items`` articles plus navigation links to every
+section, with an ETag (a matching ``If-None-Match`` gets a 304). The server records every hit and
+when each article was first fetched, and can write a click feed for the fetched articles: each
+gets ``profit`` expected clicks in all, decaying at rate ``decay`` from publication.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Section:
+    period: float | None  # seconds between articles; None: never publishes
+    hub_items: int = 10
+    profit: float = 1.0  # expected clicks per article, in all
+    decay: float = 0.2  # 1/s
+
+
+class LocalNewsSite:
+    def __init__(self, sections: dict[str, Section]) -> None:
+        self.sections = sections
+        self.started = time.time()
+        self.hits: Counter[str] = Counter()
+        self.first_fetch: dict[str, float] = {}
+        self.lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def hub_url(self, name: str) -> str:
+        return f"{self.url}/s/{name}/"
+
+    def start(self) -> LocalNewsSite:
+        thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    # -- content --------------------------------------------------------------------------
+    def published(self, name: str, now: float | None = None) -> int:
+        """How many articles ``name`` has published by ``now``."""
+        period = self.sections[name].period
+        if period is None:
+            return 0
+        elapsed = (time.time() if now is None else now) - self.started
+        return max(0, math.floor(elapsed / period))
+
+    def published_at(self, name: str, index: int) -> float:
+        period = self.sections[name].period
+        assert period is not None
+        return self.started + (index + 1) * period
+
+    def article_hits(self, name: str) -> int:
+        return sum(n for path, n in self.hits.items() if path.startswith(f"/a/{name}/"))
+
+    # -- clicks ---------------------------------------------------------------------------
+    def write_clicks(self, feed: Path, *, every: float = 0.25, extra_lines: list[str] = ()) -> None:
+        """Append click rows for fetched articles to ``feed`` every ``every`` seconds (after
+        ``extra_lines``, written first as they are), until :meth:`stop`."""
+        with open(feed, "a", encoding="utf-8") as handle:
+            for line in extra_lines:
+                handle.write(line + "\n")
+        thread = threading.Thread(target=self._click_loop, args=(feed, every), daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _click_loop(self, feed: Path, every: float) -> None:
+        last = time.time()
+        while not self._stop.wait(every):
+            now = time.time()
+            rows = []
+            with self.lock:
+                fetched = list(self.first_fetch.items())
+            for path, fetched_at in fetched:
+                name, index = _parse_article(path)
+                spec = self.sections[name]
+                born = self.published_at(name, index)
+                a1, a2 = max(last, fetched_at) - born, now - born
+                if a2 <= a1:
+                    continue
+                clicks = spec.profit * (math.exp(-spec.decay * a1) - math.exp(-spec.decay * a2))
+                if clicks > 1e-9:
+                    rows.append({"url": self.url + path, "ts": now, "clicks": clicks})
+            with open(feed, "a", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(row) + "\n" for row in rows)
+            last = now
+
+
+_ARTICLE = re.compile(r"^/a/([\w-]+)/(\d+)\.html$")
+_HUB = re.compile(r"^/s/([\w-]+)/$")
+
+
+def _parse_article(path: str) -> tuple[str, int]:
+    match = _ARTICLE.match(path)
+    assert match
+    return match.group(1), int(match.group(2))
+
+
+def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:  # quiet
+            pass
+
+        def do_GET(self) -> None:
+            path = self.path.split("?")[0]
+            with site.lock:
+                site.hits[path] += 1
+            hub, article = _HUB.match(path), _ARTICLE.match(path)
+            if hub and hub.group(1) in site.sections:
+                self._hub(hub.group(1))
+            elif article and article.group(1) in site.sections:
+                self._article(path, article.group(1), int(article.group(2)))
+            else:
+                self._send(404, "<html><body>not found</body></html>")
+
+        def _hub(self, name: str) -> None:
+            count = site.published(name)
+            etag = f'"{name}-{count}"'
+            if self.headers.get("If-None-Match") == etag:
+                with site.lock:
+                    site.hits["304"] += 1
+                self.send_response(304)
+                self.send_header("ETag", etag)
+                self.end_headers()
+                return
+            latest = range(count - 1, max(-1, count - 1 - site.sections[name].hub_items), -1)
+            nav = "".join(f'<a href="/s/{other}/">{other}</a> ' for other in site.sections)
+            items = "".join(f'<li><a href="/a/{name}/{i}.html">story {i}</a></li>' for i in latest)
+            self._send(200, f"<html><body><nav>{nav}</nav><ul>{items}</ul></body></html>", etag)
+
+        def _article(self, path: str, name: str, index: int) -> None:
+            if index >= site.published(name):
+                self._send(404, "<html><body>not yet</body></html>")
+                return
+            with site.lock:
+                site.first_fetch.setdefault(path, time.time())
+            born = datetime.fromtimestamp(site.published_at(name, index), timezone.utc)
+            self._send(
+                200,
+                '<html><head><meta property="article:published_time" '
+                f'content="{born.isoformat()}"></head><body><h1>{name} {index}</h1>'
+                f'<a href="/s/{name}/">back</a></body></html>',
+            )
+
+        def _send(self, status: int, body: str, etag: str | None = None) -> None:
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            if etag:
+                self.send_header("ETag", etag)
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

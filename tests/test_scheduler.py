@@ -1,0 +1,122 @@
+"""The ECHO scheduler's lanes and budget, driven directly (no reactor run needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import scrapy
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.test import get_crawler
+
+from scrapy_echo.runtime import EchoRuntime
+from scrapy_echo.scheduler import EchoScheduler
+
+
+class Spider(scrapy.Spider):
+    name = "unit"
+
+    def parse(self, response: Any) -> Any:
+        return []
+
+
+class Clock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_scheduler(**settings: Any) -> tuple[EchoScheduler, Clock]:
+    crawler = get_crawler(Spider, {"ADDONS": {"scrapy_echo.Addon": 0}, **settings})
+    crawler.spider = crawler._create_spider()
+    clock = Clock()
+    EchoRuntime.of(crawler).clock = clock
+    scheduler = EchoScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    return scheduler, clock
+
+
+def page(url: str, source: int, appeared: float) -> Request:
+    meta = {"kind": "page", "source": source, "page": url, "appeared": appeared,
+            "discovered": appeared + 1, "window": (appeared - 1, appeared + 1)}  # fmt: skip
+    return Request(url, meta={"echo": meta})
+
+
+def test_sources_are_crawled_first_and_keep_the_spider_open() -> None:
+    scheduler, _ = make_scheduler(ECHO_SOURCES=["http://a.test/", "http://b.test/"])
+    assert scheduler.has_pending_requests()
+    assert len(scheduler) == 0
+    first, second = scheduler.next_request(), scheduler.next_request()
+    assert {first.url, second.url} == {"http://a.test/", "http://b.test/"}
+    assert first.dont_filter and first.meta["echo"]["kind"] == "source"
+    # Both were just dispatched: neither is due, nothing else is waiting.
+    assert scheduler.next_request() is None
+    assert scheduler.has_pending_requests()  # a monitor does not close on its own
+    scheduler.close("finished")
+
+
+def test_new_page_worth_a_crawl_goes_before_sources() -> None:
+    scheduler, clock = make_scheduler(ECHO_SOURCES=["http://a.test/"])
+    scheduler.next_request()  # the source's first crawl
+    assert scheduler.enqueue_request(page("http://a.test/1", 0, clock.now))
+    assert len(scheduler) == 1
+    got = scheduler.next_request()
+    assert got is not None and got.url == "http://a.test/1"
+    assert len(scheduler) == 0
+    scheduler.close("finished")
+
+
+def test_plain_requests_are_deduplicated_and_share_slots() -> None:
+    scheduler, clock = make_scheduler(ECHO_SOURCES=["http://a.test/"], ECHO_PLAIN_SHARE=0.5)
+    assert scheduler.enqueue_request(Request("http://a.test/other"))
+    assert not scheduler.enqueue_request(Request("http://a.test/other"))  # dupefilter
+    for i in range(4):
+        scheduler.enqueue_request(page(f"http://a.test/p{i}", 0, clock.now))
+    kinds = [scheduler.next_request() for _ in range(4)]
+    plain = [r for r in kinds if r is not None and "echo" not in r.meta]
+    assert len(plain) == 1  # served, but it did not take every slot
+    scheduler.close("finished")
+
+
+def test_budget_holds_requests_back_until_their_slot() -> None:
+    scheduler, clock = make_scheduler(ECHO_CRAWL_RATE=2, ECHO_SOURCES=["http://a.test/"])
+    for i in range(5):
+        scheduler.enqueue_request(page(f"http://a.test/p{i}", 0, clock.now))
+    assert scheduler.next_request() is not None
+    # A burst of up to a second of unused budget is allowed after idling, then 2/s.
+    served = 1
+    while scheduler.next_request() is not None:
+        served += 1
+    assert served <= 3
+    assert scheduler._wake_call is not None and scheduler._wake_call.active()
+    clock.now += 0.5
+    assert scheduler.next_request() is not None
+    assert scheduler.next_request() is None
+    scheduler.close("finished")
+
+
+def test_source_followups_go_first() -> None:
+    scheduler, clock = make_scheduler(ECHO_SOURCES=["http://a.test/"])
+    scheduler.enqueue_request(page("http://a.test/p", 0, clock.now))
+    redirect = Request("http://a.test/moved", meta={"echo": {"kind": "source", "source": 0}})
+    scheduler.enqueue_request(redirect)
+    assert scheduler.next_request() is redirect
+    scheduler.close("finished")
+
+
+def test_spider_can_add_sources_at_run_time() -> None:
+    scheduler, _ = make_scheduler()
+    assert not scheduler.has_pending_requests()
+    scheduler.enqueue_request(Request("http://new.test/", meta={"echo_source": True}))
+    assert scheduler.has_pending_requests()
+    assert scheduler.next_request().url == "http://new.test/"
+    scheduler.close("finished")
+
+
+def test_bad_setting_raises_not_configured_with_the_rule() -> None:
+    crawler = get_crawler(Spider, {"ECHO_HISTORY_SIZE": -2})
+    with pytest.raises(NotConfigured, match=r"ECHO_HISTORY_SIZE \(-2\) must be an integer >= 1"):
+        EchoScheduler.from_crawler(crawler)

@@ -1,0 +1,82 @@
+"""ECHO_* settings: defaults, parsing, and NotConfigured messages naming setting, value, rule."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import Settings
+
+from scrapy_echo.settings import DEFAULTS, EchoConfig, read_sources
+
+
+def config(**values: object) -> EchoConfig:
+    return EchoConfig.from_settings(Settings(values))
+
+
+def test_defaults_are_the_papers() -> None:
+    cfg = config()
+    assert cfg.crawl_rate is None
+    assert cfg.policy == "echo-newpages"
+    assert (cfg.resolve_interval, cfg.click_push_period, cfg.click_bin) == (1800, 3600, 1200)
+    assert cfg.history_size == 7
+    assert cfg.sources == ()
+    assert cfg.click_feed is None
+
+
+def test_every_default_is_parsed() -> None:
+    # A setting added to DEFAULTS but not to EchoConfig would silently be ignored.
+    names = {name.removeprefix("ECHO_").lower() for name in DEFAULTS} - {"enabled"}
+    assert names == set(EchoConfig.__dataclass_fields__)
+
+
+def test_disabled_is_bare_not_configured() -> None:
+    with pytest.raises(NotConfigured) as caught:
+        config(ECHO_ENABLED=False)
+    assert caught.value.args == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("ECHO_CRAWL_RATE", "-1", "ECHO_CRAWL_RATE ('-1') must be a finite number > 0"),
+        ("ECHO_CRAWL_RATE", "fast", "ECHO_CRAWL_RATE ('fast') must be a number > 0"),
+        ("ECHO_CRAWL_RATE", "inf", "ECHO_CRAWL_RATE ('inf') must be a finite number > 0"),
+        ("ECHO_RESOLVE_INTERVAL", 0, "ECHO_RESOLVE_INTERVAL (0) must be a finite number > 0"),
+        ("ECHO_HISTORY_SIZE", 0, "ECHO_HISTORY_SIZE (0) must be an integer >= 1"),
+        ("ECHO_HISTORY_SIZE", "7.5", "ECHO_HISTORY_SIZE ('7.5') must be an integer >= 1"),
+        ("ECHO_POLICY", "fastest", "ECHO_POLICY ('fastest') must be one of: bfs, echo-greedy"),
+        ("ECHO_PLAIN_SHARE", 1.5, "ECHO_PLAIN_SHARE (1.5) must be a finite number >= 0 and <= 1"),
+        ("ECHO_CLICK_FEED", "clicks.txt", "ECHO_CLICK_FEED ('clicks.txt') must end in .jsonl"),
+        ("ECHO_SAME_SITE", "maybe", "ECHO_SAME_SITE ('maybe') must be true or false"),
+        (
+            "ECHO_SOURCES",
+            ["ftp://x/"],
+            "ECHO_SOURCES: source 'ftp://x/' must be an absolute http(s) URL",
+        ),
+    ],
+)
+def test_bad_values_name_setting_value_and_rule(name, value, message) -> None:
+    with pytest.raises(NotConfigured, match="^" + re.escape(message)):
+        config(**{name: value})
+
+
+def test_sources_from_a_list_a_string_and_a_file(tmp_path) -> None:
+    assert read_sources(["http://a/", "http://b/", "http://a/"]) == ("http://a/", "http://b/")
+    assert read_sources("http://a/, http://b/") == ("http://a/", "http://b/")
+    listing = tmp_path / "sources.txt"
+    listing.write_text("# hubs\nhttp://a/\n\n  https://b/x  \n")
+    assert read_sources(str(listing)) == ("http://a/", "https://b/x")
+
+
+def test_a_bad_line_in_a_sources_file_is_named(tmp_path) -> None:
+    listing = tmp_path / "sources.txt"
+    listing.write_text("http://a/\nnot a url\n")
+    with pytest.raises(NotConfigured, match=r"sources.txt, line 2: source 'not a url'"):
+        read_sources(str(listing))
+
+
+def test_a_missing_sources_file_is_named(tmp_path) -> None:
+    with pytest.raises(NotConfigured, match="cannot be read"):
+        read_sources(str(tmp_path / "nope.txt"))
