@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from scrapy.utils.misc import build_from_crawler, load_object
-from twisted.internet import reactor as _reactor
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo.jobdir import Checkpointer
@@ -37,8 +36,6 @@ logger = logging.getLogger(__name__)
 
 # A budget left unused while idle may be spent at once, up to this many seconds of it.
 _BURST_SECONDS = 1.0
-# The installed reactor (zope interfaces do not type-check as classes).
-reactor: Any = _reactor
 # Longest nap between wake-ups when nothing is due (new sources or pages may arrive).
 _MAX_NAP = 1.0
 
@@ -202,6 +199,10 @@ class EchoScheduler:
         return due if math.isfinite(due) else _MAX_NAP
 
     def _wake_at(self, delay: float) -> None:
+        # Imported here: importing it at module level would install a reactor of its own.
+        from twisted.internet import reactor as installed
+
+        reactor: Any = installed  # zope interfaces do not type-check as classes
         delay = max(delay, 0.001)
         call = self._wake_call
         if call is not None and call.active():

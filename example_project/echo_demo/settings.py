@@ -1,0 +1,40 @@
+"""Settings of the demo project: ECHO on through its add-on, every ECHO_* setting shown.
+
+The demo site runs on a compressed clock (a second stands for about a minute), so the
+re-solve, click and back-off periods are scaled down alike. For a real site keep the defaults
+(commented after each line) or tune them to how fast its pages come and fade.
+"""
+
+BOT_NAME = "echo_demo"
+SPIDER_MODULES = ["echo_demo.spiders"]
+
+ADDONS = {"scrapy_echo.Addon": 0}
+# The same without the add-on:
+# SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"
+# DOWNLOADER_MIDDLEWARES = {"scrapy_echo.downloadermw.EchoDownloaderMiddleware": 60}
+# SPIDER_MIDDLEWARES = {"scrapy_echo.spidermw.EchoSpiderMiddleware": 950}
+# EXTENSIONS = {"scrapy_echo.extension.EchoExtension": 500}
+
+ECHO_ENABLED = True
+ECHO_POLICY = "echo-newpages"  # or echo-schedule, echo-greedy, bfs, fixed-quota, frequency
+ECHO_CRAWL_RATE = 3.0  # pages/s for sources and new pages together (default: measured)
+ECHO_SOURCES = []  # URLs or a file of URLs; the demo spider lists its site's hubs itself
+ECHO_CLICK_FEED = None  # the demo runner points this at the site's click log (.jsonl/.csv)
+ECHO_RESOLVE_INTERVAL = 2.0  # default 1800 s
+ECHO_CLICK_PUSH_PERIOD = 1.0  # default 3600 s
+ECHO_CLICK_BIN = 1.0  # default 1200 s
+ECHO_CLICK_BINS = 60  # default 72
+ECHO_HISTORY_SIZE = 7  # default 7 (the paper's)
+ECHO_DEFAULT_PROFIT = 1.0  # default 1.0
+ECHO_CHECKPOINT_INTERVAL = 10.0  # default 60 s; only with JOBDIR
+ECHO_PLAIN_SHARE = 0.5  # default 0.5
+ECHO_FAILURE_BACKOFF = 2.0  # default 60 s
+ECHO_FAILURE_BACKOFF_MAX = 30.0  # default 6 h
+ECHO_SAME_SITE = True  # default True
+ECHO_MAX_LINKS_PER_SOURCE = 2000  # default 2000
+ECHO_DEBUG = False  # default False
+
+ROBOTSTXT_OBEY = False  # the embedded site has no robots.txt
+CONCURRENT_REQUESTS = 8
+TELNETCONSOLE_ENABLED = False
+LOG_LEVEL = "INFO"

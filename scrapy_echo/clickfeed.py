@@ -1,0 +1,228 @@
+"""Click feeds: files another program appends click rows to, read as they grow.
+
+Two formats, with the same columns:
+
+- JSON Lines (``.jsonl``, ``.ndjson``, ``.json``): ``{"url": ..., "ts": ..., "clicks": ...}``
+  a line;
+- CSV (``.csv``): a header naming ``url``, ``ts`` and ``clicks`` (any order, other columns
+  ignored), then a row a line.
+
+``ts`` is epoch seconds or an ISO 8601 time (naive means UTC); ``clicks`` a finite number
+``>= 0``; ``url`` an absolute http(s) URL, canonicalised so it matches the crawler's links.
+
+:class:`ClickFeedReader` returns the complete rows added since its last read. A line still
+being written (no newline yet) waits for the next read. When the file is replaced (rotation:
+another file at the path) or truncated, reading starts again at the top of the new file. A bad
+row is skipped and counted by kind in ``invalid``; the first of each kind is logged with the
+file and line. Nothing is half-applied: a row is taken whole or not at all.
+
+>>> parse_click("https://Example.com/a?b=1&a=2", "1970-01-01T00:01:00Z", 3)
+ClickRow(url='https://example.com/a?a=2&b=1', ts=60.0, clicks=3.0)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import os
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from scrapy_echo.urls import canonical_url
+
+logger = logging.getLogger(__name__)
+
+FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
+_COLUMNS = ("url", "ts", "clicks")
+
+
+class InvalidClickRow(ValueError):
+    """A click row that cannot be used; ``kind`` names the problem (a stats key part)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class ClickRow:
+    url: str  # canonical
+    ts: float  # epoch seconds
+    clicks: float
+
+
+def parse_click(url: object, ts: object, clicks: object) -> ClickRow:
+    """Check one row's values; raises :class:`InvalidClickRow`."""
+    if url is None or ts is None or clicks is None:
+        missing = [n for n, v in zip(_COLUMNS, (url, ts, clicks), strict=True) if v is None]
+        raise InvalidClickRow("missing_field", f"missing {', '.join(missing)}")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise InvalidClickRow("bad_url", f"url {url!r} is not an absolute http(s) URL")
+    try:
+        canonical = canonical_url(url)
+    except ValueError as exc:
+        raise InvalidClickRow("bad_url", f"url {url!r}: {exc}") from None
+    return ClickRow(canonical, _timestamp(ts), _clicks(clicks))
+
+
+def _timestamp(value: object) -> float:
+    number = _number(value)
+    if number is None and isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidClickRow(
+                "bad_ts", f"ts {value!r} is not epoch seconds or ISO 8601"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        number = moment.timestamp()
+    if number is None or not math.isfinite(number):
+        raise InvalidClickRow("bad_ts", f"ts {value!r} is not epoch seconds or ISO 8601")
+    return number
+
+
+def _clicks(value: object) -> float:
+    number = _number(value)
+    if number is None or not math.isfinite(number) or number < 0:
+        raise InvalidClickRow("bad_clicks", f"clicks {value!r} is not a finite number >= 0")
+    return number
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+class ClickFeedReader:
+    """Reads the rows a click feed file gained since the last :meth:`read`."""
+
+    def __init__(self, path: str | os.PathLike[str], *, fmt: str | None = None) -> None:
+        self.path = Path(path)
+        if fmt is None:
+            fmt = FORMATS.get(self.path.suffix.lower())
+        if fmt not in ("jsonl", "csv"):
+            accepted = ", ".join(FORMATS)
+            raise ValueError(f"click feed {str(self.path)!r}: format from the suffix ({accepted})")
+        self.fmt = fmt
+        self.invalid: Counter[str] = Counter()
+        self.rows_read = 0
+        self._offset = 0
+        self._line = 0
+        self._identity: tuple[int, int] | None = None  # (device, inode) being read
+        self._header: list[str] | None = None
+
+    def read(self) -> list[ClickRow]:
+        try:
+            with open(self.path, "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                if (stat.st_dev, stat.st_ino) != self._identity or stat.st_size < self._offset:
+                    self._start_over((stat.st_dev, stat.st_ino))
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return []
+        complete = data.rfind(b"\n") + 1  # a last line without its newline is not done yet
+        rows = []
+        for raw in data[:complete].split(b"\n")[:-1]:
+            self._line += 1
+            row = self._row(raw)
+            if row is not None:
+                rows.append(row)
+        self._offset += complete
+        self.rows_read += len(rows)
+        return rows
+
+    def state(self) -> dict[str, object]:
+        """Where reading stands, as JSON-able data for :meth:`restore`."""
+        return {
+            "offset": self._offset,
+            "line": self._line,
+            "identity": list(self._identity) if self._identity else None,
+            "header": self._header,
+        }
+
+    def restore(self, state: Mapping[str, object]) -> None:
+        """Resume from :meth:`state`; a file replaced since is read from its start."""
+        identity = state.get("identity")
+        offset, line = state.get("offset"), state.get("line")
+        if not (isinstance(identity, list) and isinstance(offset, int) and isinstance(line, int)):
+            return
+        self._identity = (int(identity[0]), int(identity[1]))
+        self._offset, self._line = offset, line
+        header = state.get("header")
+        self._header = [str(h) for h in header] if isinstance(header, list) else None
+
+    def _start_over(self, identity: tuple[int, int]) -> None:
+        if self._identity is not None:
+            logger.info(
+                "Click feed %s was rotated or truncated; reading it from the top", self.path
+            )
+        self._identity = identity
+        self._offset = 0
+        self._line = 0
+        self._header = None
+
+    def _row(self, raw: bytes) -> ClickRow | None:
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            self._skip("encoding", "not UTF-8")
+            return None
+        if not text:
+            return None
+        try:
+            if self.fmt == "jsonl":
+                return self._json_row(text)
+            return self._csv_row(text)
+        except InvalidClickRow as exc:
+            self._skip(exc.kind, str(exc))
+            return None
+
+    def _json_row(self, text: str) -> ClickRow:
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise InvalidClickRow("json", f"not JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise InvalidClickRow("not_object", "not a JSON object")
+        return parse_click(value.get("url"), value.get("ts"), value.get("clicks"))
+
+    def _csv_row(self, text: str) -> ClickRow | None:
+        """The row, or ``None`` for the header line."""
+        fields = next(csv.reader([text]))
+        if self._header is None:
+            self._header = [name.strip().lower() for name in fields]
+            return None
+        if not set(_COLUMNS) <= set(self._header):
+            raise InvalidClickRow("csv_columns", f"header {self._header} lacks url, ts, clicks")
+        if len(fields) != len(self._header):
+            raise InvalidClickRow(
+                "csv_columns", f"{len(fields)} fields, header has {len(self._header)}"
+            )
+        row = dict(zip(self._header, fields, strict=True))
+        return parse_click(row["url"], row["ts"], row["clicks"])
+
+    def _skip(self, kind: str, message: str) -> None:
+        if not self.invalid[kind]:
+            logger.warning(
+                "Bad click row skipped (%s, line %d): %s; further %r rows are only counted",
+                self.path,
+                self._line,
+                message,
+                kind,
+            )
+        self.invalid[kind] += 1
