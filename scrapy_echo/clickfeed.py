@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
 _COLUMNS = ("url", "ts", "clicks")
+_HEAD_BYTES = 64
 
 
 class InvalidClickRow(ValueError):
@@ -124,12 +125,20 @@ class ClickFeedReader:
         self._line = 0
         self._identity: tuple[int, int] | None = None  # (device, inode) being read
         self._header: list[str] | None = None
+        self._head = b""  # the file's first bytes, to notice it was rewritten
 
     def read(self) -> list[ClickRow]:
         try:
             with open(self.path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
-                if (stat.st_dev, stat.st_ino) != self._identity or stat.st_size < self._offset:
+                replaced = (stat.st_dev, stat.st_ino) != self._identity
+                # A file truncated and refilled past our offset between two reads keeps its
+                # size; its first bytes tell it apart.
+                if (
+                    replaced
+                    or stat.st_size < self._offset
+                    or handle.read(len(self._head)) != self._head
+                ):
                     self._start_over((stat.st_dev, stat.st_ino))
                 handle.seek(self._offset)
                 data = handle.read()
@@ -142,6 +151,8 @@ class ClickFeedReader:
             row = self._row(raw)
             if row is not None:
                 rows.append(row)
+        if len(self._head) < _HEAD_BYTES and complete:
+            self._head = (self._head + data[:complete])[:_HEAD_BYTES]
         self._offset += complete
         self.rows_read += len(rows)
         return rows
@@ -153,6 +164,7 @@ class ClickFeedReader:
             "line": self._line,
             "identity": list(self._identity) if self._identity else None,
             "header": self._header,
+            "head": self._head.hex(),
         }
 
     def restore(self, state: Mapping[str, object]) -> None:
@@ -163,6 +175,8 @@ class ClickFeedReader:
             return
         self._identity = (int(identity[0]), int(identity[1]))
         self._offset, self._line = offset, line
+        head = state.get("head")
+        self._head = bytes.fromhex(head) if isinstance(head, str) else b""
         header = state.get("header")
         self._header = [str(h) for h in header] if isinstance(header, list) else None
 
@@ -175,6 +189,7 @@ class ClickFeedReader:
         self._offset = 0
         self._line = 0
         self._header = None
+        self._head = b""
 
     def _row(self, raw: bytes) -> ClickRow | None:
         try:
