@@ -112,7 +112,8 @@ class EchoSpiderMiddleware:
         if stated is not None and start <= stated <= end:
             appeared = stated
             self._inc("echo/pages/published_time_used")
-        self.state.page_crawled(str(echo["page"]), int(echo["source"]), appeared)
+        fetched = float(echo.get("fetched", self.runtime.clock()))
+        self.state.page_crawled(str(echo["page"]), int(echo["source"]), appeared, fetched)
         self._inc("echo/pages/crawled")
 
     def _page_callback(self) -> Any:

@@ -141,9 +141,9 @@ class CrawlState:
         return fetched
 
     # -- pages ----------------------------------------------------------------------------
-    def page_crawled(self, page: str, source: int, appeared: float) -> None:
+    def page_crawled(self, page: str, source: int, appeared: float, crawled: float) -> None:
         self.crawled_pages += 1
-        self.learner.add_page(page, source=source, appeared=appeared)
+        self.learner.add_page(page, source=source, appeared=appeared, crawled=crawled)
 
 
 __all__ = ["CrawlState", "SourceStatus", "canonical_url", "fingerprint"]

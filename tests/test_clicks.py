@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,18 +12,29 @@ from hypothesis import strategies as st
 from scrapy_echo.model.clicks import ClickHistogram
 
 
-def direct_table(sources, appeared, click_page, click_ts, click_count, now, width, bins):
-    """c[s, k] by definition: mean over pages at least (k+1)·width old of their clicks at
-    ages [0, (k+1)·width), counting clicks stamped before appearance at age 0."""
+def direct_table(sources, appeared, crawled, clicks, now, width, bins):
+    """m[s, k] by definition: mean clicks at ages [k·width, (k+1)·width) over the pages whose
+    bin k is finished and (unless some click came over a bin before its page's crawl) wholly
+    after the crawl. A page's appearance is its estimate, moved back by whole bins to at or
+    before its first click."""
+    before = any(ts < crawled[p] - width for p, ts, _ in clicks)
+    appeared = list(appeared)
+    for p in range(len(appeared)):
+        first = min((ts for q, ts, _ in clicks if q == p), default=math.inf)
+        if first < appeared[p]:
+            appeared[p] -= math.ceil((appeared[p] - first) / width) * width
     n_src = max(sources) + 1
     total = np.zeros((n_src, bins))
     pages = np.zeros((n_src, bins), dtype=np.int64)
-    for p, (s, a) in enumerate(zip(sources, appeared, strict=True)):
+    for p, (s, a, c) in enumerate(zip(sources, appeared, crawled, strict=True)):
         for k in range(bins):
-            if now - a >= (k + 1) * width:
-                age = np.maximum(np.asarray(click_ts)[np.asarray(click_page) == p] - a, 0)
-                counts = np.asarray(click_count)[np.asarray(click_page) == p]
-                total[s, k] += counts[age < (k + 1) * width].sum()
+            if now - a >= (k + 1) * width and (before or k >= math.ceil((c - a) / width)):
+                ages = [max(ts - a, 0) for q, ts, _ in clicks if q == p]
+                counts = [n for q, _, n in clicks if q == p]
+                total[s, k] += sum(
+                    n for age, n in zip(ages, counts, strict=True)
+                    if k * width <= age < (k + 1) * width
+                )  # fmt: skip
                 pages[s, k] += 1
     mean = np.where(pages > 0, total / np.maximum(pages, 1), 0.0)
     return mean, pages
@@ -33,6 +46,7 @@ def direct_table(sources, appeared, click_page, click_ts, click_count, now, widt
         lambda n: st.tuples(
             st.lists(st.integers(0, 3), min_size=n, max_size=n),
             st.lists(st.floats(0, 500), min_size=n, max_size=n),
+            st.lists(st.floats(0, 300), min_size=n, max_size=n),
             st.lists(
                 st.tuples(st.integers(0, n - 1), st.floats(0, 1000), st.integers(1, 5)),
                 max_size=40,
@@ -41,29 +55,25 @@ def direct_table(sources, appeared, click_page, click_ts, click_count, now, widt
     ),
     st.floats(0, 1500),
     st.integers(0, 3),
+    st.booleans(),
 )
-def test_matches_direct_recomputation(data, now, pushes) -> None:
-    sources, appeared, clicks = data
+def test_matches_direct_recomputation(data, now, pushes, before_crawl) -> None:
+    sources, appeared, delays, clicks = data
+    crawled = [a + d for a, d in zip(appeared, delays, strict=True)]
+    if not before_crawl:  # a search engine's log: clicks only from the crawl on
+        clicks = [(p, max(ts, crawled[p]), n) for p, ts, n in clicks]
     hist = ClickHistogram(bin_width=60.0, bins=5, grace=1e9)  # grace: nothing folds
-    for p, (s, a) in enumerate(zip(sources, appeared, strict=True)):
-        hist.add_page(p, source=s, appeared=a)
+    for p, (s, a, c) in enumerate(zip(sources, appeared, crawled, strict=True)):
+        hist.add_page(p, source=s, appeared=a, crawled=c)
     # Deliver the clicks in a few pushes, as the click feed does.
     for part in np.array_split(np.arange(len(clicks)), pushes + 1):
         rows = [clicks[i] for i in part]
         hist.add_clicks([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
     table = hist.table(now)
-    mean, pages = direct_table(
-        sources,
-        appeared,
-        [c[0] for c in clicks],
-        [c[1] for c in clicks],
-        [c[2] for c in clicks],
-        now,
-        60.0,
-        5,
-    )
+    mean, pages = direct_table(sources, appeared, crawled, clicks, now, 60.0, 5)
+    assert hist.sees_before_crawl == any(ts < crawled[p] - 60.0 for p, ts, _ in clicks)
     assert np.array_equal(table.pages[: mean.shape[0]], pages)
-    assert np.allclose(table.cumulative[: mean.shape[0]], mean)
+    assert np.allclose(table.increments[: mean.shape[0]], mean)
 
 
 def test_folding_old_pages_keeps_the_table() -> None:
@@ -76,12 +86,18 @@ def test_folding_old_pages_keeps_the_table() -> None:
     folding = ClickHistogram(bin_width=60.0, bins=5, grace=0.0)
     for hist in (kept, folding):
         for p in range(50):
-            hist.add_page(p, source=int(sources[p]), appeared=float(appeared[p]))
-        hist.add_clicks(click_page.tolist(), click_ts.tolist(), [1] * 400)
+            a = float(appeared[p])
+            hist.add_page(p, source=int(sources[p]), appeared=a, crawled=a + 70.0 * (p % 3))
+        hist.add_clicks(
+            click_page.tolist(),
+            np.maximum(click_ts, appeared[click_page] + 140).tolist(),
+            [1] * 400,
+        )
     a, b = kept.table(3000.0), folding.table(3000.0)
     assert len(folding) < len(kept)  # old pages were folded away ...
     assert np.array_equal(a.pages, b.pages)  # ... and the table did not change
-    assert np.allclose(a.cumulative, b.cumulative)
+    assert np.allclose(a.increments, b.increments)
+    assert (a.pages[:, 0] < a.pages[:, -1]).all()  # early bins before late crawls: unobserved
 
 
 def test_unknown_and_folded_pages_are_reported() -> None:

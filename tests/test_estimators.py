@@ -110,7 +110,7 @@ def test_fit_recovers_profit_and_decay_within_five_percent() -> None:
         appeared, page, ts = synthetic_pages(rng, profits[s], decays[s], 600, 0, 6 * 86400)
         fill(hist, s, appeared, page, ts, s * 1000, now)
     table = hist.table(now)
-    fit = fit_profit_decay(table.cumulative, table.pages, bin_width=BIN)
+    fit = fit_profit_decay(table.increments, table.pages, bin_width=BIN)
     assert fit.fitted.all()
     assert np.max(np.abs(fit.profit / profits - 1)) < 0.05
     assert np.max(np.abs(fit.decay / decays - 1)) < 0.05
@@ -124,13 +124,13 @@ def test_censoring_aware_fit_is_right_where_the_naive_one_is_biased() -> None:
     hist = ClickHistogram(bin_width=BIN, bins=BINS, grace=1e9)
     fill(hist, 0, appeared, page, ts, 0, now)
     table = hist.table(now)
-    aware = fit_profit_decay(table.cumulative, table.pages, bin_width=BIN)
+    aware = fit_profit_decay(table.increments, table.pages, bin_width=BIN)
     # Naive: every page in every bin, whatever its age.
     seen = ts <= now
     ages = np.maximum(ts[seen] - appeared[page[seen]], 0)
-    edges = BIN * np.arange(1, BINS + 1)
-    naive_c = np.array([(ages < e).sum() for e in edges]) / appeared.size
-    naive = fit_profit_decay(naive_c[None, :], np.full((1, BINS), appeared.size), bin_width=BIN)
+    counts, _ = np.histogram(ages, bins=BIN * np.arange(BINS + 1))
+    naive_m = counts / appeared.size
+    naive = fit_profit_decay(naive_m[None, :], np.full((1, BINS), appeared.size), bin_width=BIN)
     assert abs(aware.profit[0] / profit - 1) < 0.05
     assert abs(aware.decay[0] / decay - 1) < 0.05
     # Young pages drag the naive averages down at long ages: P too low, decay too fast.
@@ -138,16 +138,58 @@ def test_censoring_aware_fit_is_right_where_the_naive_one_is_biased() -> None:
     assert naive.decay[0] > 1.2 * decay
 
 
+def test_clicks_logged_only_after_a_late_crawl_still_give_p_and_mu() -> None:
+    # A search engine's click log: a page earns clicks only once crawled, and crawls come
+    # 0-2 half-lives late. Unobserved early bins must not read as "interest still growing".
+    rng = np.random.default_rng(5)
+    profit, decay, now = 20.0, math.log(2) / 3600, 4 * 86400.0
+    appeared, page, ts = synthetic_pages(rng, profit, decay, 3000, 0, 3 * 86400)
+    crawled = appeared + rng.uniform(0, 7200, appeared.size)
+    logged = ts >= crawled[page]
+    hist = ClickHistogram(bin_width=BIN, bins=BINS, grace=1e9)
+    for j, a in enumerate(appeared):
+        hist.add_page(j, source=0, appeared=float(a), crawled=float(crawled[j]))
+    seen = logged & (ts <= now)
+    hist.add_clicks(page[seen].tolist(), ts[seen].tolist(), [1] * int(seen.sum()))
+    assert not hist.sees_before_crawl
+    table = hist.table(now)
+    fit = fit_profit_decay(table.increments, table.pages, bin_width=BIN)
+    assert fit.profit[0] == pytest.approx(profit, rel=0.05)
+    assert fit.decay[0] == pytest.approx(decay, rel=0.05)
+    # Counting those bins as observed (zero clicks) halves P and misreads the decay.
+    counts, _ = np.histogram(ts[seen] - appeared[page[seen]], bins=BIN * np.arange(BINS + 1))
+    naive = fit_profit_decay(
+        counts[None, :] / appeared.size, np.full((1, BINS), 3000), bin_width=BIN
+    )
+    assert naive.profit[0] < 0.8 * profit
+
+
 def test_degenerate_click_data() -> None:
-    cumulative = np.zeros((3, 4))
+    increments = np.zeros((3, 4))
     pages = np.array([[5, 5, 5, 5], [0, 0, 0, 0], [3, 3, 0, 0]])
-    cumulative[2] = [1.0, 2.0, 0.0, 0.0]  # growing linearly: no decay seen yet
-    fit = fit_profit_decay(cumulative, pages, bin_width=BIN)
+    increments[2] = [1.0, 1.0, 0.0, 0.0]  # as many clicks late as early: no decay seen yet
+    fit = fit_profit_decay(increments, pages, bin_width=BIN)
     assert fit.fitted.tolist() == [True, False, True]
     assert fit.profit[0] == 0.0 and np.isnan(fit.decay[0])  # clicks none: worthless
     assert np.isnan(fit.profit[1]) and np.isnan(fit.decay[1])
     assert np.isfinite(fit.profit[2]) and fit.profit[2] > 0
-    assert fit.decay[2] == pytest.approx(1e-7, rel=0.05)  # the bottom of the search range
+    # Flat: the slowest decay whose curve still puts a tenth of the clicks in the two bins
+    # seen, so P is at most ten times the two clicks a page showed there.
+    assert fit.decay[2] == pytest.approx(-math.log(0.9) / (2 * BIN), rel=0.05)
+    assert fit.profit[2] == pytest.approx(20.0, rel=0.05)
+
+
+def test_late_bins_alone_do_not_set_p() -> None:
+    # Clicks seen only from bin 5 on (pages crawled late): no μ puts a tenth of a page's
+    # clicks there and is told apart from the rest; the source stays on its prior.
+    increments = np.zeros((2, 8))
+    pages = np.zeros((2, 8))
+    increments[0, 5], pages[0, 5] = 3.0, 4
+    increments[1, 5:], pages[1, 5:] = [3.0, 1.5, 0.75], 4
+    fit = fit_profit_decay(increments, pages, bin_width=BIN)
+    assert fit.fitted.tolist() == [False, True]
+    assert np.isnan(fit.profit[0])
+    assert np.isfinite(fit.profit[1])
 
 
 def test_fit_rejects_bad_input() -> None:

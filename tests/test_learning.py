@@ -40,7 +40,7 @@ def test_clicks_before_the_crawl_wait_for_the_page() -> None:
     learner.add_clicks(["early"], [10.0], [7])  # the page is not crawled yet
     learner.add_page("early", source=0, appeared=0.0)
     table = learner.clicks.table(now=400.0)
-    assert table.cumulative[0, 0] == 7.0
+    assert table.increments[0, 0] == 7.0
 
 
 def test_pending_clicks_are_bounded_and_counted() -> None:
@@ -50,7 +50,7 @@ def test_pending_clicks_are_bounded_and_counted() -> None:
     learner.add_clicks(["e"], [500.0], [1])  # everything older than 100 s expires
     assert learner.dropped_clicks == 4
     learner.add_page("a", source=0, appeared=0.0)  # too late: its click is gone
-    assert learner.clicks.table(now=1e5).cumulative.sum() == 0.0
+    assert learner.clicks.table(now=1e5).increments.sum() == 0.0
 
 
 def test_sources_added_at_run_time() -> None:

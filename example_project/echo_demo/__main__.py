@@ -1,11 +1,11 @@
 """The demo: ECHO against stock Scrapy on the same simulated news site, side by side.
 
 Runs ``scrapy crawl news`` (ECHO-newpages) and ``scrapy crawl baseline`` (Scrapy's stock
-scheduler recrawling the same hubs round-robin, new articles first) one after the other, each
-against its own copy of the embedded site with the same seed and at the same request rate, then
-prints what the site saw each one catch.
+scheduler recrawling the same hubs round-robin, new articles first) side by side, each against
+its own copy of the embedded site with the same seed and at the same request rate, then prints
+what the site saw each one catch.
 
-Run from ``example_project/``: ``python -m echo_demo [--seconds 75] [--rate 3] [--seed 0]``.
+Run from ``example_project/``: ``python -m echo_demo [--seconds 120] [--rate 3] [--seed 0]``.
 """
 
 from __future__ import annotations
@@ -21,25 +21,28 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parent.parent
 
 
-def run_crawl(name: str, args: argparse.Namespace, settings: dict[str, Any]) -> dict[str, Any]:
+def start_crawl(name: str, args: argparse.Namespace, settings: dict[str, Any]) -> Any:
+    """Start ``scrapy crawl name`` in the background; returns the process."""
     out = Path(args.out)
-    score_file = out / f"{name}-score.json"
-    score_file.unlink(missing_ok=True)
+    (out / f"{name}-score.json").unlink(missing_ok=True)
     command = [
         sys.executable, "-m", "scrapy", "crawl", name,
-        "-a", f"seed={args.seed}", "-a", f"score_out={score_file}",
+        "-a", f"seed={args.seed}", "-a", f"score_out={out / (name + '-score.json')}",
         "-a", f"warmup={args.warmup}",
         "-s", f"CLOSESPIDER_TIMEOUT={args.seconds}", "-s", f"LOG_LEVEL={args.log_level}",
         "-s", f"LOG_FILE={out / (name + '.log')}",
     ]  # fmt: skip
     for key, value in settings.items():
         command += ["-s", f"{key}={value}"]
-    print(f"running {name} for {args.seconds:g} s ...", file=sys.stderr, flush=True)
-    started = time.monotonic()
-    result = subprocess.run(command, cwd=PROJECT, check=False)
-    if result.returncode != 0 or not score_file.exists():
-        sys.exit(f"the {name} crawl failed (exit {result.returncode}); see {out / (name + '.log')}")
-    print(f"  done in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return subprocess.Popen(command, cwd=PROJECT)
+
+
+def finish_crawl(name: str, process: Any, args: argparse.Namespace) -> dict[str, Any]:
+    out = Path(args.out)
+    code = process.wait()
+    score_file = out / f"{name}-score.json"
+    if code != 0 or not score_file.exists():
+        sys.exit(f"the {name} crawl failed (exit {code}); see {out / (name + '.log')}")
     score: dict[str, Any] = json.loads(score_file.read_text())
     return score
 
@@ -61,10 +64,10 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=75.0, help="length of each crawl (75)")
+    parser.add_argument("--seconds", type=float, default=120.0, help="length of the crawls (120)")
     parser.add_argument("--rate", type=float, default=3.0, help="requests per second (3)")
     parser.add_argument("--seed", type=int, default=0, help="site seed (0)")
-    parser.add_argument("--warmup", type=float, default=20.0, help="s before scoring (20)")
+    parser.add_argument("--warmup", type=float, default=40.0, help="s before scoring (40)")
     parser.add_argument("--out", default="demo-results", help="logs and scores (demo-results)")
     parser.add_argument("--log-level", default="INFO", help="of the crawls' log files (INFO)")
     args = parser.parse_args()
@@ -74,8 +77,13 @@ def main() -> None:
     feed = out / "clicks.jsonl"
     feed.unlink(missing_ok=True)
 
-    echo = run_crawl("news", args, {"ECHO_CRAWL_RATE": args.rate, "ECHO_CLICK_FEED": feed})
-    baseline = run_crawl(
+    # Both at once, each against its own copy of the site: two light processes on two cores.
+    print(
+        f"crawling for {args.seconds:g} s (ECHO and the baseline side by side) ...", file=sys.stderr
+    )
+    started = time.monotonic()
+    echo_run = start_crawl("news", args, {"ECHO_CRAWL_RATE": args.rate, "ECHO_CLICK_FEED": feed})
+    baseline_run = start_crawl(
         "baseline",
         args,
         {
@@ -84,6 +92,9 @@ def main() -> None:
             "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
         },
     )
+    echo = finish_crawl("news", echo_run, args)
+    baseline = finish_crawl("baseline", baseline_run, args)
+    print(f"  done in {time.monotonic() - started:.0f} s", file=sys.stderr)
     rows = {"ECHO-newpages": echo, "stock Scrapy, round-robin": baseline}
     print(table(rows))
     ratio = echo["profit"] / baseline["profit"] if baseline["profit"] else float("inf")

@@ -27,9 +27,9 @@ from twisted.web import resource, server
 @dataclass(frozen=True)
 class SiteParams:
     seed: int = 0
-    sections: int = 40
+    sections: int = 16
     duration: float = 600.0  # seconds of publishing schedule
-    articles_per_second: float = 1.0  # all sections together
+    articles_per_second: float = 2.5  # all sections together
     rate_sigma: float = 1.2  # lognormal spread of section rates
     dead_share: float = 0.1  # sections that never publish
     profit_median: float = 5.0  # expected clicks per article, median section
@@ -37,7 +37,7 @@ class SiteParams:
     low_quality_share: float = 0.5
     low_quality_factor: float = 0.05
     half_life: tuple[float, float] = (8.0, 40.0)  # seconds, log-uniform per section
-    hub_items: tuple[int, int] = (5, 12)  # K, from the slowest to the busiest section
+    hub_items: tuple[int, int] = (4, 10)  # K, from the slowest to the busiest section
 
 
 @dataclass(frozen=True)

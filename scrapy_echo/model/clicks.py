@@ -1,9 +1,20 @@
 """Click histograms per source, kept up to date as clicks arrive.
 
 The fit of ``P, μ`` (ECHO.md, "Estimating the parameters") needs, per source, the average
-cumulative clicks of its new pages by age bin, ``c_k``, over the pages old enough to have
-finished bin ``k`` (right censoring). Recomputing that from every click at every re-solve
-costs the whole click history each time; this structure folds each click in once:
+clicks of its new pages in each age bin, ``m_k``, over the pages whose bin ``k`` was observed:
+
+- finished: the page is at least ``(k+1)`` bins old (right censoring);
+- not before the crawl, when the click feed only logs clicks from the crawl on (a search
+  engine's log: nobody clicks a page it has not indexed). A feed that shows a click stamped
+  more than a bin before its page's crawl evidently covers that time (site analytics); from
+  then on every bin from age 0 counts.
+
+Per-bin means rather than cumulative ones: a page crawled late has no clicks for its early
+bins, which under a cumulative curve looks like interest still growing (and fits as a huge
+``P`` with no decay); here those bins are simply unobserved.
+
+Recomputing that from every click at every re-solve costs the whole click history each time;
+this structure folds each click in once:
 
 - a *young* page (younger than ``bins · bin_width`` plus a grace period for late clicks)
   keeps its own row of clicks per age bin;
@@ -28,9 +39,9 @@ IntArray = NDArray[np.intp]
 
 @dataclass(frozen=True)
 class ClickTable:
-    """Per source and age bin: mean cumulative clicks per page, and how many pages."""
+    """Per source and age bin: mean clicks per page in that bin, and over how many pages."""
 
-    cumulative: FloatArray  # (sources, bins); 0 where pages == 0
+    increments: FloatArray  # (sources, bins); 0 where pages == 0
     pages: NDArray[np.int64]  # (sources, bins)
     bin_width: float
 
@@ -50,12 +61,12 @@ class ClickHistogram:
     Examples
     --------
     >>> h = ClickHistogram(bin_width=10.0, bins=3)
-    >>> h.add_page("a", source=0, appeared=0.0)
-    >>> h.add_clicks(["a", "a", "b"], [5.0, 25.0, 7.0], [2, 1, 9])  # "b" is unknown
+    >>> h.add_page("a", source=0, appeared=0.0, crawled=12.0)
+    >>> h.add_clicks(["a", "a", "b"], [25.0, 29.0, 7.0], [2, 1, 9])  # "b" is unknown
     [2]
-    >>> t = h.table(now=25.0)  # "a" is 25 s old: bins 0 and 1 are finished
-    >>> t.cumulative[0].tolist(), t.pages[0].tolist()
-    ([2.0, 2.0, 0.0], [1, 1, 0])
+    >>> t = h.table(now=35.0)  # bins 0-2 finished; bins 0 and 1 began before the crawl
+    >>> t.increments[0].tolist(), t.pages[0].tolist()
+    ([0.0, 0.0, 3.0], [0, 0, 1])
     """
 
     def __init__(self, *, bin_width: float = 1200.0, bins: int = 72, grace: float = 3600.0):
@@ -72,22 +83,31 @@ class ClickHistogram:
         self._row_page: dict[int, Hashable] = {}  # the reverse, so folding needs no scan
         self._row_source = np.zeros(0, dtype=np.intp)
         self._row_appeared = np.zeros(0)
+        self._row_crawled = np.zeros(0)
+        self._row_first = np.zeros(0, dtype=np.intp)  # first bin wholly after the crawl
         self._row_clicks = np.zeros((0, self.bins))
         self._row_live = np.zeros(0, dtype=bool)
         self._free: list[int] = []
-        self._mature_clicks = np.zeros((0, self.bins))  # Σ cumulative clicks, folded pages
-        self._mature_pages = np.zeros(0, dtype=np.int64)
+        # Folded pages' per-bin sums, over all bins and over the bins after each crawl.
+        self._mature_clicks = np.zeros((0, self.bins))
+        self._mature_pages = np.zeros((0, self.bins), dtype=np.int64)
+        self._mature_clicks_after = np.zeros((0, self.bins))
+        self._mature_pages_after = np.zeros((0, self.bins), dtype=np.int64)
+        self.sees_before_crawl = False  # the feed has shown a click from before a crawl
 
     @property
     def sources(self) -> int:
-        return int(self._mature_pages.size)
+        return int(self._mature_pages.shape[0])
 
     def __len__(self) -> int:
         """Young pages being tracked."""
         return len(self._rows)
 
-    def add_page(self, page: Hashable, *, source: int, appeared: float) -> None:
-        """Start tracking ``page``, found on ``source``, estimated to appear at ``appeared``."""
+    def add_page(
+        self, page: Hashable, *, source: int, appeared: float, crawled: float | None = None
+    ) -> None:
+        """Start tracking ``page``, found on ``source``, estimated to appear at ``appeared``
+        and crawled at ``crawled`` (default: when it appeared)."""
         if page in self._rows:
             return
         self._grow_sources(source + 1)
@@ -96,6 +116,9 @@ class ClickHistogram:
         self._row_page[row] = page
         self._row_source[row] = source
         self._row_appeared[row] = appeared
+        crawled = appeared if crawled is None else max(crawled, appeared)
+        self._row_crawled[row] = crawled
+        self._row_first[row] = min(self.bins, int(np.ceil((crawled - appeared) / self.bin_width)))
         self._row_clicks[row] = 0.0
         self._row_live[row] = True
 
@@ -115,35 +138,45 @@ class ClickHistogram:
             amounts.append(c)
         if rows:
             r = np.asarray(rows, dtype=np.intp)
-            age = np.asarray(times, dtype=np.float64) - self._row_appeared[r]
-            # A click stamped before the estimated appearance counts at age 0: the estimate
-            # is a midpoint, the page may well be older.
+            stamped = np.asarray(times, dtype=np.float64)
+            # A bin's slack: clocks of the crawler and of the click log may differ a little.
+            early = stamped < self._row_crawled[r] - self.bin_width
+            if not self.sees_before_crawl and early.any():
+                self.sees_before_crawl = True
+            if (stamped < self._row_appeared[r]).any():
+                self._move_appearances(r, stamped)
+            age = stamped - self._row_appeared[r]
             k = np.floor(np.maximum(age, 0.0) / self.bin_width).astype(np.intp)
             inside = k < self.bins
             np.add.at(self._row_clicks, (r[inside], k[inside]), np.asarray(amounts)[inside])
         return unknown
 
     def table(self, now: float) -> ClickTable:
-        """The censoring-aware table at time ``now``; folds pages past the horizon first."""
+        """The table at time ``now``; folds pages past the horizon first."""
         self._fold(now)
-        clicks = self._mature_clicks.copy()
-        pages = np.repeat(self._mature_pages[:, None], self.bins, axis=1)
+        if self.sees_before_crawl:
+            clicks, pages = self._mature_clicks.copy(), self._mature_pages.copy()
+        else:
+            clicks, pages = self._mature_clicks_after.copy(), self._mature_pages_after.copy()
         live = np.flatnonzero(self._row_live)
         if live.size:
             finished = np.floor((now - self._row_appeared[live]) / self.bin_width)
             finished = np.clip(finished, 0, self.bins).astype(np.intp)
-            done = np.arange(self.bins)[None, :] < finished[:, None]  # bin k finished
-            cumulative = np.cumsum(self._row_clicks[live], axis=1)
+            k = np.arange(self.bins)[None, :]
+            observed = k < finished[:, None]
+            if not self.sees_before_crawl:
+                observed &= k >= self._row_first[live][:, None]
             src = self._row_source[live]
             # Sum rows per source with bincount on flat (source, bin) cells: np.add.at is
             # ten times slower here.
-            cells = (src[:, None] * self.bins + np.arange(self.bins)[None, :]).ravel()
+            cells = (src[:, None] * self.bins + k).ravel()
             size = clicks.size
             clicks += np.bincount(
-                cells, weights=np.where(done, cumulative, 0.0).ravel(), minlength=size
-            ).reshape(clicks.shape)
+                cells, weights=np.where(observed, self._row_clicks[live], 0.0).ravel(),
+                minlength=size,
+            ).reshape(clicks.shape)  # fmt: skip
             pages += (
-                np.bincount(cells, weights=done.ravel(), minlength=size)
+                np.bincount(cells, weights=observed.ravel(), minlength=size)
                 .reshape(pages.shape)
                 .astype(np.int64)
             )
@@ -152,23 +185,46 @@ class ClickHistogram:
         return ClickTable(mean, pages, self.bin_width)
 
     # -- internals ------------------------------------------------------------------------
+    def _move_appearances(self, rows: IntArray, stamped: FloatArray) -> None:
+        """A click before a page's estimated appearance proves the page older: move the
+        estimate back, by whole bins, to at or before that click, and its clicks so far with
+        it. (Counting such clicks at age 0 instead piles them into the first bin, which the
+        fit reads as interest that fades at once.)"""
+        earliest: dict[int, float] = {}
+        for row, t in zip(rows.tolist(), stamped.tolist(), strict=True):
+            if t < self._row_appeared[row] and t < earliest.get(row, np.inf):
+                earliest[row] = t
+        for row, t in earliest.items():
+            shift = int(np.ceil((self._row_appeared[row] - t) / self.bin_width))
+            self._row_appeared[row] -= shift * self.bin_width
+            moved = np.zeros(self.bins)
+            if shift < self.bins:
+                moved[shift:] = self._row_clicks[row, : self.bins - shift]
+            self._row_clicks[row] = moved
+            lag = self._row_crawled[row] - self._row_appeared[row]
+            self._row_first[row] = min(self.bins, int(np.ceil(lag / self.bin_width)))
+
     def _new_row(self) -> int:
         row = self._row_source.size
         grow = max(16, row)
         self._row_source = np.concatenate([self._row_source, np.zeros(grow, dtype=np.intp)])
         self._row_appeared = np.concatenate([self._row_appeared, np.zeros(grow)])
+        self._row_crawled = np.concatenate([self._row_crawled, np.zeros(grow)])
+        self._row_first = np.concatenate([self._row_first, np.zeros(grow, dtype=np.intp)])
         self._row_clicks = np.concatenate([self._row_clicks, np.zeros((grow, self.bins))])
         self._row_live = np.concatenate([self._row_live, np.zeros(grow, dtype=bool)])
         self._free.extend(range(row + grow - 1, row, -1))
         return row
 
     def _grow_sources(self, sources: int) -> None:
-        extra = sources - self._mature_pages.size
+        extra = sources - self.sources
         if extra > 0:
-            self._mature_clicks = np.concatenate(
-                [self._mature_clicks, np.zeros((extra, self.bins))]
-            )
-            self._mature_pages = np.concatenate([self._mature_pages, np.zeros(extra, np.int64)])
+            zeros = np.zeros((extra, self.bins))
+            counts = np.zeros((extra, self.bins), dtype=np.int64)
+            self._mature_clicks = np.concatenate([self._mature_clicks, zeros])
+            self._mature_pages = np.concatenate([self._mature_pages, counts])
+            self._mature_clicks_after = np.concatenate([self._mature_clicks_after, zeros])
+            self._mature_pages_after = np.concatenate([self._mature_pages_after, counts])
 
     def _fold(self, now: float) -> None:
         horizon = self.bins * self.bin_width + self.grace
@@ -176,8 +232,12 @@ class ClickHistogram:
         if not old.size:
             return
         src = self._row_source[old]
-        np.add.at(self._mature_clicks, src, np.cumsum(self._row_clicks[old], axis=1))
+        after = np.arange(self.bins)[None, :] >= self._row_first[old][:, None]
+        row_clicks = self._row_clicks[old]
+        np.add.at(self._mature_clicks, src, row_clicks)
         np.add.at(self._mature_pages, src, 1)
+        np.add.at(self._mature_clicks_after, src, np.where(after, row_clicks, 0.0))
+        np.add.at(self._mature_pages_after, src, after.astype(np.int64))
         self._row_live[old] = False
         for row in old.tolist():
             del self._rows[self._row_page.pop(row)]

@@ -85,6 +85,11 @@ class SourceLearner:
         self._clicks_changed = True
         self._fitted_at = -math.inf
         self.refit_every = float(refit_every)
+        # The μ the fit searches: from far slower than the horizon (such curves are flat
+        # there, and the fit's coverage rule keeps it from extrapolating them) to so fast
+        # that every click lands in a page's first bin.
+        self.decay_min = 1e-3 / (bins * bin_width)
+        self.decay_max = 10.0 / bin_width
 
     @property
     def sources(self) -> int:
@@ -105,10 +110,13 @@ class SourceLearner:
         self.grow(source + 1)
         self.crawls.record(source, time, new_links)
 
-    def add_page(self, page: Hashable, *, source: int, appeared: float) -> None:
-        """A new page of ``source`` was crawled; it appeared at about ``appeared``."""
+    def add_page(
+        self, page: Hashable, *, source: int, appeared: float, crawled: float | None = None
+    ) -> None:
+        """A new page of ``source`` was crawled at ``crawled``; it appeared at about
+        ``appeared``."""
         self.grow(source + 1)
-        self.clicks.add_page(page, source=source, appeared=appeared)
+        self.clicks.add_page(page, source=source, appeared=appeared, crawled=crawled)
         waiting = self._pending.pop(page, None)
         if waiting:
             self._pending_rows -= len(waiting)
@@ -139,8 +147,14 @@ class SourceLearner:
         stale = self._clicks_changed and now - self._fitted_at >= self.refit_every
         if self._fit is None or stale or self._fit.profit.size != n:
             table = self.clicks.table(now)
-            cumulative, pages = _pad_rows(table.cumulative, n), _pad_rows(table.pages, n)
-            self._fit = fit_profit_decay(cumulative, pages, bin_width=table.bin_width)
+            increments, pages = _pad_rows(table.increments, n), _pad_rows(table.pages, n)
+            self._fit = fit_profit_decay(
+                increments,
+                pages,
+                bin_width=table.bin_width,
+                decay_min=self.decay_min,
+                decay_max=self.decay_max,
+            )
             self._clicks_changed = False
             self._fitted_at = now
         fit = self._fit

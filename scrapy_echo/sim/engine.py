@@ -37,6 +37,10 @@ class SimSettings:
     history: int = 7  # crawls of a source behind its λ estimate
     click_bin: float = 1200.0  # seconds per age bin of the click fit
     click_bins: int = 72  # age bins fitted (a day at 20 min)
+    # True: the click log has every click of a crawled page, also those before the crawl
+    # (site analytics). False: only clicks after the crawl (a search engine's own log: a page
+    # it has not indexed gets no clicks from it).
+    clicks_before_crawl: bool = True
 
     def __post_init__(self) -> None:
         for name in ("crawl_rate", "resolve_period", "push_period", "click_bin"):
@@ -95,7 +99,15 @@ def simulate(
     for k in range(slots):
         now = k * slot
         if now >= next_push:
-            learner.add_clicks(*clicks.until(next_push))
+            pages, ts, counts = clicks.until(next_push)
+            if not settings.clicks_before_crawl:
+                crawled = replay.crawled[pages] if pages else np.zeros(0)
+                logged = (crawled <= np.asarray(ts)).tolist()  # NaN (never crawled): False
+                pages, ts, counts = (
+                    [x for x, keep in zip(column, logged, strict=True) if keep]
+                    for column in (pages, ts, counts)
+                )
+            learner.add_clicks(pages, ts, counts)
             next_push += settings.push_period
         if now >= next_resolve:
             plan = policy.replan(learner.estimates(now), settings.crawl_rate)
@@ -127,7 +139,7 @@ def _crawl_page(
     replay.page_crawls += 1
     index = int(page.page)  # type: ignore[call-overload]
     replay.crawled[index] = now
-    learner.add_page(index, source=page.source, appeared=page.appeared)
+    learner.add_page(index, source=page.source, appeared=page.appeared, crawled=now)
 
 
 def _crawl_source(

@@ -102,23 +102,7 @@ def synthesize(params: SynthParams | None = None) -> Trace:
     n = p.sources
     duration = p.days * DAY
 
-    # Sources: base rate, kind, decay, quality, hub length, site.
-    mean_rate = p.new_pages_per_second / 3000.0
-    base = rng.lognormal(0.0, p.rate_sigma, n)
-    base *= mean_rate / base.mean()
-    news = rng.random(n) < p.news_share
-    lo, hi = (
-        np.where(news, p.news_half_life_hours[0], p.blog_half_life_hours[0]),
-        np.where(news, p.news_half_life_hours[1], p.blog_half_life_hours[1]),
-    )
-    half_life = np.exp(rng.uniform(np.log(lo), np.log(hi))) * 3600.0
-    decay = math.log(2.0) / half_life
-    quality = p.profit_median * rng.lognormal(0.0, p.profit_sigma, n)
-    quality *= np.where(rng.random(n) < p.low_quality_share, p.low_quality_factor, 1.0)
-    rank = np.argsort(np.argsort(base)) / max(n - 1, 1)
-    hub = np.round(p.hub_items[0] + rank * (p.hub_items[1] - p.hub_items[0])).astype(np.intp)
-    hub = np.where(rng.random(n) < p.listing_share, p.listing_items, hub)
-    site = np.arange(n) // p.sources_per_site
+    base, decay, quality, hub, site = _sources(p, rng)
 
     # Publication times: thin a Poisson process at the peak rate down to the cycles.
     peak = base * (1.0 + p.day_amplitude)
@@ -175,6 +159,49 @@ def synthesize(params: SynthParams | None = None) -> Trace:
         click_count=click_count,
         extra_meta={"synth": p.as_dict()},
     )
+
+
+@dataclass(frozen=True)
+class SourceTruth:
+    """The generator's own per-source parameters: what a perfect estimator would find."""
+
+    link_rate: np.ndarray  # mean new pages per second over the week's cycles
+    profit: np.ndarray  # expected clicks per page
+    decay: np.ndarray  # 1/s
+
+
+def source_truth(params: SynthParams | None = None) -> SourceTruth:
+    """The per-source ``λ, P, μ`` behind :func:`synthesize` with the same parameters (for
+    oracle runs: how far estimation falls short of knowing them)."""
+    p = params or SynthParams()
+    base, decay, quality, _, _ = _sources(p, np.random.default_rng(p.seed))
+    week = np.arange(0.0, 7 * DAY, 600.0)
+    return SourceTruth(base * float(_cycle(week, p).mean()), quality, decay)
+
+
+def _sources(
+    p: SynthParams, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Base publishing rate, click decay, quality, hub length and site of each source."""
+    n = p.sources
+    mean_rate = p.new_pages_per_second / 3000.0
+    base = rng.lognormal(0.0, p.rate_sigma, n)
+    base *= mean_rate / base.mean()
+    news = rng.random(n) < p.news_share
+    lo, hi = (
+        np.where(news, p.news_half_life_hours[0], p.blog_half_life_hours[0]),
+        np.where(news, p.news_half_life_hours[1], p.blog_half_life_hours[1]),
+    )
+    half_life = np.exp(rng.uniform(np.log(lo), np.log(hi))) * 3600.0
+    decay = math.log(2.0) / half_life
+    quality = p.profit_median * rng.lognormal(0.0, p.profit_sigma, n)
+    quality *= np.where(rng.random(n) < p.low_quality_share, p.low_quality_factor, 1.0)
+    rank = np.argsort(np.argsort(base)) / max(n - 1, 1)
+    hub = np.round(p.hub_items[0] + rank * (p.hub_items[1] - p.hub_items[0])).astype(np.intp)
+    hub = np.where(rng.random(n) < p.listing_share, p.listing_items, hub)
+    site = np.arange(n) // p.sources_per_site
+
+    return base, decay, quality, hub, site
 
 
 def _cycle(t: np.ndarray, p: SynthParams) -> np.ndarray:

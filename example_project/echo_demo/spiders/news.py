@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import scrapy
-from echo_demo.clicks import ClickSimulator
-from echo_demo.site import NewsSite, SiteModel, SiteParams, score, start_site
 from scrapy import signals
 from scrapy.linkextractors import LinkExtractor
+
+from echo_demo.clicks import ClickSimulator
+from echo_demo.site import NewsSite, SiteModel, SiteParams, score, start_site
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class _DemoSite(scrapy.Spider):
         result["finish_reason"] = reason
         if self.score_out:
             Path(self.score_out).write_text(json.dumps(result, default=float))
-        return self._stop_site()
+        self._stop_site()
 
 
 class NewsSpider(_DemoSite):
