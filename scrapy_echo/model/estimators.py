@@ -5,9 +5,10 @@
 - ``P, μ``: least squares of ``m_k ≈ P (e^{-μ kΔ} - e^{-μ (k+1)Δ})`` to the average clicks
   per page in each age bin over the pages that bin was observed for (from
   :class:`scrapy_echo.model.clicks.ClickHistogram`: finished, and after the crawl when the
-  feed only logs clicks from then on), weighted by the pages behind each bin. For a fixed ``μ`` the best ``P`` is closed form, so the
-  fit is a one-dimensional search over ``log μ``, vectorised over all sources: a grid, then
-  golden-section refinement around the best grid point. No step size to tune.
+  feed only logs clicks from then on), weighted by the pages behind each bin. For a fixed
+  ``μ`` the best ``P`` is closed form, so the fit is a one-dimensional search over ``log μ``,
+  vectorised over all sources: a grid, then golden-section refinement around the best grid
+  point. No step size to tune.
 - Cold start: defaults for sources without data, pessimistic in ``P`` as in the paper.
 """
 

@@ -103,10 +103,9 @@ def simulate(
             if not settings.clicks_before_crawl:
                 crawled = replay.crawled[pages] if pages else np.zeros(0)
                 logged = (crawled <= np.asarray(ts)).tolist()  # NaN (never crawled): False
-                pages, ts, counts = (
-                    [x for x, keep in zip(column, logged, strict=True) if keep]
-                    for column in (pages, ts, counts)
-                )
+                pages = [x for x, keep in zip(pages, logged, strict=True) if keep]
+                ts = [x for x, keep in zip(ts, logged, strict=True) if keep]
+                counts = [x for x, keep in zip(counts, logged, strict=True) if keep]
             learner.add_clicks(pages, ts, counts)
             next_push += settings.push_period
         if now >= next_resolve:
