@@ -27,9 +27,9 @@ from twisted.web import resource, server
 @dataclass(frozen=True)
 class SiteParams:
     seed: int = 0
-    sections: int = 16
+    sections: int = 24
     duration: float = 600.0  # seconds of publishing schedule
-    articles_per_second: float = 2.5  # all sections together
+    articles_per_second: float = 5.0  # all sections together
     rate_sigma: float = 1.2  # lognormal spread of section rates
     dead_share: float = 0.1  # sections that never publish
     profit_median: float = 5.0  # expected clicks per article, median section
