@@ -1,0 +1,187 @@
+"""The downloader and spider middlewares on hand-made responses (no reactor needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import scrapy
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse, Response, XmlResponse
+from scrapy.utils.test import get_crawler
+
+from scrapy_echo.downloadermw import EchoDownloaderMiddleware
+from scrapy_echo.runtime import EchoRuntime
+from scrapy_echo.spidermw import EchoSpiderMiddleware
+
+
+class Spider(scrapy.Spider):
+    name = "unit"
+
+    def parse(self, response: Any) -> Any:
+        return []
+
+    def parse_article(self, response: Any) -> Any:
+        return []
+
+
+class Clock:
+    now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def setup(**settings: Any) -> tuple[Any, EchoRuntime, Clock]:
+    crawler = get_crawler(Spider, {"ADDONS": {"scrapy_echo.Addon": 0}, **settings})
+    crawler.spider = crawler._create_spider()
+    runtime = EchoRuntime.of(crawler)
+    clock = Clock()
+    runtime.clock = clock
+    return crawler, runtime, clock
+
+
+def source_request(source: int, url: str = "http://news.test/") -> Request:
+    return Request(url, meta={"echo": {"kind": "source", "source": source}})
+
+
+def hub(request: Request, links: list[str], **headers: str) -> HtmlResponse:
+    body = "".join(f'<a href="{link}">x</a>' for link in links)
+    return HtmlResponse(
+        request.url, body=body.encode(), encoding="utf-8", request=request, headers=headers
+    )
+
+
+def test_validators_make_conditional_requests_and_304_is_a_cheap_crawl() -> None:
+    crawler, runtime, clock = setup()
+    source = runtime.state.add_source("http://news.test/")
+    mw = EchoDownloaderMiddleware.from_crawler(crawler)
+    first = source_request(source)
+    mw.process_request(first)
+    assert b"If-None-Match" not in first.headers
+    mw.process_response(first, hub(first, [], ETag='"v1"', **{"Last-Modified": "Sun, 22 Nov 2026"}))
+    runtime.state.source_crawled(source, clock.now, [])
+    again = source_request(source)
+    mw.process_request(again)
+    assert again.headers[b"If-None-Match"] == b'"v1"'
+    assert again.headers[b"If-Modified-Since"] == b"Sun, 22 Nov 2026"
+    clock.now += 60
+    with pytest.raises(IgnoreRequest):
+        mw.process_response(again, Response(again.url, status=304, request=again))
+    assert runtime.state.sources[source].not_modified == 1
+    assert runtime.state.sources[source].crawls == 2  # counted as a crawl with nothing new
+    assert crawler.stats.get_value("echo/sources/not_modified") == 1
+
+
+def test_failing_source_backs_off_doubling() -> None:
+    crawler, runtime, clock = setup(ECHO_FAILURE_BACKOFF=10, ECHO_FAILURE_BACKOFF_MAX=25)
+    source = runtime.state.add_source("http://news.test/")
+    mw = EchoDownloaderMiddleware.from_crawler(crawler)
+    request = source_request(source)
+    mw.process_response(request, Response(request.url, status=503, request=request))
+    assert runtime.state.last_crawl[source] == clock.now + 10
+    mw.process_exception(request, TimeoutError())
+    assert runtime.state.last_crawl[source] == clock.now + 20
+    mw.process_exception(request, TimeoutError())
+    assert runtime.state.last_crawl[source] == clock.now + 25  # capped
+    assert crawler.stats.get_value("echo/sources/failed") == 3
+    # Plain requests are none of its business.
+    mw.process_exception(Request("http://other.test/"), TimeoutError())
+    assert crawler.stats.get_value("echo/sources/failed") == 3
+
+
+def test_source_response_yields_only_new_pages_with_midpoint_appearance() -> None:
+    crawler, runtime, _ = setup()
+    source = runtime.state.add_source("http://news.test/")
+    mw = EchoSpiderMiddleware.from_crawler(crawler)
+
+    def crawl(links: list[str], at: float) -> list[Request]:
+        request = source_request(source)
+        request.meta["echo"]["fetched"] = at
+        return mw.handle_response(hub(request, links))
+
+    assert crawl(["/a", "/b", "http://elsewhere.test/x"], 100.0) == []  # first crawl: old
+    new = crawl(["/a", "/b", "/c", "http://elsewhere.test/y"], 200.0)
+    assert [r.url for r in new] == ["http://news.test/c"]  # same site only, never seen
+    echo = new[0].meta["echo"]
+    assert echo["appeared"] == 150.0 and echo["discovered"] == 200.0
+    assert echo["window"] == (100.0, 200.0)
+    assert new[0].callback == crawler.spider.parse
+    assert crawl(["/c", "/d"], 300.0)[0].url == "http://news.test/d"
+    assert runtime.state.learner.crawls.window()[0][source] == 2.0  # two new links after the first
+
+
+def test_feed_pubdate_that_fits_the_window_is_the_appearance() -> None:
+    crawler, runtime, _ = setup()
+    source = runtime.state.add_source("http://news.test/feed.xml")
+    mw = EchoSpiderMiddleware.from_crawler(crawler)
+
+    def feed(items: list[tuple[str, str]], at: float) -> list[Request]:
+        body = "".join(f"<item><link>{u}</link><pubDate>{d}</pubDate></item>" for u, d in items)
+        request = source_request(source, "http://news.test/feed.xml")
+        request.meta["echo"]["fetched"] = at
+        xml = f'<?xml version="1.0"?><rss><channel>{body}</channel></rss>'.encode()
+        return mw.handle_response(XmlResponse(request.url, body=xml, request=request))
+
+    feed([("http://news.test/old", "Thu, 01 Jan 1970 00:00:00 GMT")], 100.0)
+    new = feed(
+        [
+            ("http://news.test/fits", "Thu, 01 Jan 1970 00:02:00 GMT"),  # 120 s: inside
+            ("http://news.test/lies", "Thu, 01 Jan 1970 10:00:00 GMT"),  # after the crawl
+        ],
+        200.0,
+    )
+    appeared = {r.url: r.meta["echo"]["appeared"] for r in new}
+    assert appeared == {"http://news.test/fits": 120.0, "http://news.test/lies": 150.0}
+
+
+def test_page_response_tells_the_learner_with_its_own_published_time() -> None:
+    crawler, runtime, _ = setup()
+    source = runtime.state.add_source("http://news.test/")
+    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    meta = {"kind": "page", "source": source, "page": "http://news.test/a",
+            "appeared": 150.0, "window": (100.0, 200.0), "discovered": 200.0,
+            "fetched": 210.0}  # fmt: skip
+    request = Request("http://news.test/a", meta={"echo": meta})
+    page = HtmlResponse(
+        request.url,
+        body=b'<meta property="article:published_time" content="1970-01-01T00:01:50Z">',
+        encoding="utf-8",
+        request=request,
+    )
+    assert mw.handle_response(page) == []
+    assert runtime.state.crawled_pages == 1
+    assert crawler.stats.get_value("echo/pages/published_time_used") == 1
+    clicks = runtime.state.learner.clicks
+    assert clicks._row_appeared[clicks._rows["http://news.test/a"]] == 110.0
+
+
+def test_spider_may_name_its_page_callback() -> None:
+    crawler, runtime, _ = setup()
+    crawler.spider.echo_page_callback = "parse_article"
+    source = runtime.state.add_source("http://news.test/")
+    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    for at, links in ((1.0, ["/a"]), (2.0, ["/a", "/b"])):
+        request = source_request(source)
+        request.meta["echo"]["fetched"] = at
+        new = mw.handle_response(hub(request, links))
+    assert new[0].callback == crawler.spider.parse_article
+
+
+def test_push_clicks_counts_bad_rows() -> None:
+    import scrapy_echo
+
+    crawler, runtime, _ = setup()
+    taken = scrapy_echo.push_clicks(
+        crawler,
+        [
+            {"url": "http://news.test/a", "ts": 5, "clicks": 2},
+            {"url": "nope", "ts": 5, "clicks": 2},
+            {"url": "http://news.test/a", "ts": 5, "clicks": -1},
+        ],
+    )
+    assert taken == 1
+    assert crawler.stats.get_value("echo/clickfeed/invalid") == 2
+    assert crawler.stats.get_value("echo/clickfeed/invalid/bad_url") == 1
+    assert runtime.state.learner.pending_clicks == 1  # waits for its page to be crawled
