@@ -116,6 +116,7 @@ def _run_one(trace: Trace, name: str, rate: float, args: argparse.Namespace, bou
         push_period=args.push_period,
         history=args.history,
         click_bin=args.click_bin,
+        clicks_before_crawl=not args.search_log,
     )
     started = time.monotonic()
     bar = _Progress(f"{name} @ {rate:g}/s")
@@ -253,6 +254,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--push-period", type=float, default=3600.0, help="click log, s (3600)")
         p.add_argument("--history", type=int, default=7, help="crawls behind λ (7)")
         p.add_argument("--click-bin", type=float, default=1200.0, help="age bin, s (1200)")
+        p.add_argument(
+            "--search-log",
+            action="store_true",
+            help="the learner sees a page's clicks only from its crawl on (a search engine's "
+            "own log); default: all its clicks once crawled (site analytics)",
+        )
         p.add_argument("--window", type=float, default=86400.0, help="dynamic profit, s (1 day)")
 
     run = sub.add_parser("run", help="compare policies at several crawl rates")

@@ -27,7 +27,12 @@ class _DemoSite(scrapy.Spider):
     """What both spiders share: the embedded site, its hubs as sources, the score at close."""
 
     def __init__(
-        self, seed: str = "0", score_out: str = "", warmup: str = "20", **kwargs: Any
+        self,
+        seed: str = "0",
+        score_out: str = "",
+        warmup: str = "20",
+        until: str = "inf",
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.model = SiteModel(SiteParams(seed=int(seed)))
@@ -37,6 +42,7 @@ class _DemoSite(scrapy.Spider):
         self.hubs = [f"{self.base}/section/{section.name}/" for section in self.model.sections]
         self.score_out = score_out
         self.warmup = float(warmup)
+        self.until = float(until)  # end of the scored window (site seconds; inf: the close)
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
@@ -49,7 +55,7 @@ class _DemoSite(scrapy.Spider):
 
     def spider_closed(self, reason: str) -> None:
         now = self.site.clock()
-        result = score(self.site, start=self.warmup, end=now)
+        result = score(self.site, start=self.warmup, end=min(now, self.until))
         result["finish_reason"] = reason
         if self.score_out:
             Path(self.score_out).write_text(json.dumps(result, default=float))
