@@ -24,6 +24,7 @@ def direct_table(sources, appeared, crawled, clicks, now, width, bins):
         if first < appeared[p]:
             appeared[p] -= math.ceil((appeared[p] - first) / width) * width
     n_src = max(sources) + 1
+    running = np.zeros((n_src, bins))
     total = np.zeros((n_src, bins))
     pages = np.zeros((n_src, bins), dtype=np.int64)
     for p, (s, a, c) in enumerate(zip(sources, appeared, crawled, strict=True)):
@@ -35,9 +36,13 @@ def direct_table(sources, appeared, crawled, clicks, now, width, bins):
                     n for age, n in zip(ages, counts, strict=True)
                     if k * width <= age < (k + 1) * width
                 )  # fmt: skip
+                running[s, k] += sum(
+                    n for age, n in zip(ages, counts, strict=True) if age < (k + 1) * width
+                )
                 pages[s, k] += 1
     mean = np.where(pages > 0, total / np.maximum(pages, 1), 0.0)
-    return mean, pages
+    cumulative = np.where(pages > 0, running / np.maximum(pages, 1), 0.0) if before else None
+    return mean, pages, cumulative
 
 
 @settings(max_examples=60, deadline=None)
@@ -70,10 +75,14 @@ def test_matches_direct_recomputation(data, now, pushes, before_crawl) -> None:
         rows = [clicks[i] for i in part]
         hist.add_clicks([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
     table = hist.table(now)
-    mean, pages = direct_table(sources, appeared, crawled, clicks, now, 60.0, 5)
+    mean, pages, cumulative = direct_table(sources, appeared, crawled, clicks, now, 60.0, 5)
     assert hist.sees_before_crawl == any(ts < crawled[p] - 60.0 for p, ts, _ in clicks)
     assert np.array_equal(table.pages[: mean.shape[0]], pages)
     assert np.allclose(table.increments[: mean.shape[0]], mean)
+    if cumulative is None:
+        assert table.cumulative is None
+    else:
+        assert np.allclose(table.cumulative[: mean.shape[0]], cumulative)
 
 
 def test_folding_old_pages_keeps_the_table() -> None:

@@ -179,6 +179,16 @@ def test_degenerate_click_data() -> None:
     assert fit.profit[2] == pytest.approx(20.0, rel=0.05)
 
 
+def test_cumulative_curves_fit_too() -> None:
+    ages = BIN * np.arange(1, BINS + 1)
+    curves = np.array([8.0 * -np.expm1(-1e-4 * ages), 3.0 * -np.expm1(-2e-5 * ages)])
+    pages = np.full((2, BINS), 40)
+    pages[1, 30:] = 0  # young pages: later bins not finished
+    fit = fit_profit_decay(curves, pages, bin_width=BIN, cumulative=True)
+    assert fit.profit == pytest.approx([8.0, 3.0], rel=1e-3)
+    assert fit.decay == pytest.approx([1e-4, 2e-5], rel=1e-3)
+
+
 def test_late_bins_alone_do_not_set_p() -> None:
     # Clicks seen only from bin 5 on (pages crawled late): no μ puts a tenth of a page's
     # clicks there and is told apart from the rest; the source stays on its prior.

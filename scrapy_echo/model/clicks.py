@@ -9,9 +9,9 @@ clicks of its new pages in each age bin, ``m_k``, over the pages whose bin ``k``
   more than a bin before its page's crawl evidently covers that time (site analytics); from
   then on every bin from age 0 counts.
 
-Per-bin means rather than cumulative ones: a page crawled late has no clicks for its early
-bins, which under a cumulative curve looks like interest still growing (and fits as a huge
-``P`` with no decay); here those bins are simply unobserved.
+Per-bin means, and cumulative ones when every bin from age 0 is observed: a page crawled late
+has no clicks for its early bins, which under a cumulative curve looks like interest still
+growing (and fits as a huge ``P`` with no decay); per bin, those bins are simply unobserved.
 
 Recomputing that from every click at every re-solve costs the whole click history each time;
 this structure folds each click in once:
@@ -44,6 +44,10 @@ class ClickTable:
     increments: FloatArray  # (sources, bins); 0 where pages == 0
     pages: NDArray[np.int64]  # (sources, bins)
     bin_width: float
+    # Mean clicks within ages [0, (k+1)Δ): only when every bin from age 0 is observed (the
+    # feed has clicks from before crawls). Then the fit uses it: its late bins pool all of a
+    # page's clicks so far, which pins P down better than the thin late increments do.
+    cumulative: FloatArray | None = None
 
 
 class ClickHistogram:
@@ -154,10 +158,12 @@ class ClickHistogram:
     def table(self, now: float) -> ClickTable:
         """The table at time ``now``; folds pages past the horizon first."""
         self._fold(now)
-        if self.sees_before_crawl:
+        whole = self.sees_before_crawl
+        if whole:
             clicks, pages = self._mature_clicks.copy(), self._mature_pages.copy()
         else:
             clicks, pages = self._mature_clicks_after.copy(), self._mature_pages_after.copy()
+        running = np.cumsum(clicks, axis=1) if whole else None
         live = np.flatnonzero(self._row_live)
         if live.size:
             finished = np.floor((now - self._row_appeared[live]) / self.bin_width)
@@ -180,9 +186,19 @@ class ClickHistogram:
                 .reshape(pages.shape)
                 .astype(np.int64)
             )
+            if running is not None:
+                so_far = np.cumsum(self._row_clicks[live], axis=1)
+                running += np.bincount(
+                    cells, weights=np.where(observed, so_far, 0.0).ravel(), minlength=size
+                ).reshape(clicks.shape)
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(pages > 0, clicks / np.maximum(pages, 1), 0.0)
-        return ClickTable(mean, pages, self.bin_width)
+            cumulative = (
+                None
+                if running is None
+                else np.where(pages > 0, running / np.maximum(pages, 1), 0.0)
+            )
+        return ClickTable(mean, pages, self.bin_width, cumulative)
 
     # -- internals ------------------------------------------------------------------------
     def _move_appearances(self, rows: IntArray, stamped: FloatArray) -> None:

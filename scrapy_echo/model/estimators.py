@@ -139,6 +139,7 @@ def fit_profit_decay(
     grid: int = 48,
     refine: int = 16,
     min_coverage: float = 0.1,
+    cumulative: bool = False,
 ) -> DecayFit:
     """Fit ``m_k ≈ P (e^{-μ kΔ} - e^{-μ (k+1)Δ})`` per source by weighted least squares.
 
@@ -161,6 +162,9 @@ def fit_profit_decay(
         from late bins alone when the early ones went unobserved (huge ``μ``); one noisy bin
         would then set ``P`` at any value. A source with no ``μ`` that covers that share is
         left unfitted (its prior stands).
+    cumulative : bool
+        ``increments`` holds cumulative means instead, ``c_k ≈ P (1 - e^{-μ (k+1)Δ})`` (valid
+        only when every bin from age 0 was observed).
 
     Examples
     --------
@@ -193,22 +197,32 @@ def fit_profit_decay(
     def sse(log_mu: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Residual and best ``P`` per source for per-source ``log μ`` (``inf`` where the
         curve covers too little of the observed bins)."""
-        h = _bin_shares(np.exp(log_mu), starts, bin_width)
+        h = shares(np.exp(log_mu))
         a = (wc * h).sum(axis=-1)
         b = (w * h * h).sum(axis=-1)
         with np.errstate(invalid="ignore", divide="ignore"):
             best = np.where(b > 0, a / b, 0.0)
-        covered = (seen * h).sum(axis=-1) >= min_coverage
+        covered = coverage(seen, h) >= min_coverage
         return np.where(covered, wcc - best * a, np.inf), best
+
+    def shares(mu: FloatArray) -> FloatArray:
+        if cumulative:  # share of clicks by the end of each bin
+            return -np.expm1(-np.asarray(mu)[..., None] * (starts + bin_width))
+        return _bin_shares(mu, starts, bin_width)
+
+    def coverage(seen: FloatArray, h: FloatArray) -> FloatArray:
+        """Share of a page's clicks the curve puts in what was observed."""
+        return (seen * h).max(axis=-1) if cumulative else (seen * h).sum(axis=-1)
 
     # Grid over log μ, all sources at once: h is (grid, bins), products are (sources, grid).
     logs = np.linspace(math.log(decay_min), math.log(decay_max), grid)
-    h = _bin_shares(np.exp(logs), starts, bin_width)
+    h = shares(np.exp(logs))
     a = wc @ h.T
     b = w @ (h * h).T
     with np.errstate(invalid="ignore", divide="ignore"):
         residual = wcc[:, None] - np.where(b > 0, a * a / b, 0.0)
-    residual = np.where(seen @ h.T >= min_coverage, residual, np.inf)
+    covered = coverage(seen[:, None, :], h[None, :, :]) >= min_coverage
+    residual = np.where(covered, residual, np.inf)
     identifiable = np.isfinite(residual).any(axis=1)
     k = np.argmin(residual, axis=1)
     lo = logs[np.maximum(k - 1, 0)]

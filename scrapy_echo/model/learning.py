@@ -147,11 +147,14 @@ class SourceLearner:
         stale = self._clicks_changed and now - self._fitted_at >= self.refit_every
         if self._fit is None or stale or self._fit.profit.size != n:
             table = self.clicks.table(now)
-            increments, pages = _pad_rows(table.increments, n), _pad_rows(table.pages, n)
+            # Cumulative means when every bin from age 0 is observed, else per-bin ones.
+            whole = table.cumulative is not None
+            means = table.cumulative if table.cumulative is not None else table.increments
             self._fit = fit_profit_decay(
-                increments,
-                pages,
+                _pad_rows(means, n),
+                _pad_rows(table.pages, n),
                 bin_width=table.bin_width,
+                cumulative=whole,
                 decay_min=self.decay_min,
                 decay_max=self.decay_max,
             )
