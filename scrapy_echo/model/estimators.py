@@ -212,7 +212,8 @@ def fit_profit_decay(
 
     def coverage(seen: FloatArray, h: FloatArray) -> FloatArray:
         """Share of a page's clicks the curve puts in what was observed."""
-        return (seen * h).max(axis=-1) if cumulative else (seen * h).sum(axis=-1)
+        covered: FloatArray = (seen * h).max(axis=-1) if cumulative else (seen * h).sum(axis=-1)
+        return covered
 
     # Grid over log μ, all sources at once: h is (grid, bins), products are (sources, grid).
     logs = np.linspace(math.log(decay_min), math.log(decay_max), grid)
