@@ -22,6 +22,8 @@ class Addon:
     """
 
     def update_settings(self, settings: BaseSettings) -> None:
+        if not settings.getbool("ECHO_ENABLED", True):
+            return  # a scheduler cannot be switched off later: leave Scrapy's in place
         from scrapy_echo.downloadermw import EchoDownloaderMiddleware
         from scrapy_echo.extension import EchoExtension
         from scrapy_echo.spidermw import EchoSpiderMiddleware

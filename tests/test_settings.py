@@ -80,3 +80,15 @@ def test_a_bad_line_in_a_sources_file_is_named(tmp_path) -> None:
 def test_a_missing_sources_file_is_named(tmp_path) -> None:
     with pytest.raises(NotConfigured, match="cannot be read"):
         read_sources(str(tmp_path / "nope.txt"))
+
+
+def test_addon_enables_every_component_unless_disabled() -> None:
+    from scrapy.utils.test import get_crawler
+
+    crawler = get_crawler(settings_dict={"ADDONS": {"scrapy_echo.Addon": 0}})
+    assert crawler.settings["SCHEDULER"] == "scrapy_echo.scheduler.EchoScheduler"
+    names = [getattr(k, "__name__", k) for k in crawler.settings.getdict("SPIDER_MIDDLEWARES")]
+    assert "EchoSpiderMiddleware" in names
+    off = get_crawler(settings_dict={"ADDONS": {"scrapy_echo.Addon": 0}, "ECHO_ENABLED": False})
+    assert off.settings["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"
+    assert not any("Echo" in str(k) for k in off.settings.getdict("SPIDER_MIDDLEWARES"))
