@@ -202,7 +202,7 @@ def fit_profit_decay(
         b = (w * h * h).sum(axis=-1)
         with np.errstate(invalid="ignore", divide="ignore"):
             best = np.where(b > 0, a / b, 0.0)
-        covered = coverage(seen, h) >= min_coverage
+        covered = coverage_each(h) >= min_coverage
         return np.where(covered, wcc - best * a, np.inf), best
 
     def shares(mu: FloatArray) -> FloatArray:
@@ -210,9 +210,19 @@ def fit_profit_decay(
             return -np.expm1(-np.asarray(mu)[..., None] * (starts + bin_width))
         return _bin_shares(mu, starts, bin_width)
 
-    def coverage(seen: FloatArray, h: FloatArray) -> FloatArray:
-        """Share of a page's clicks the curve puts in what was observed."""
-        covered: FloatArray = (seen * h).max(axis=-1) if cumulative else (seen * h).sum(axis=-1)
+    # Share of a page's clicks a curve puts in what was observed: the sum of its observed
+    # bins, or, for cumulative curves (which only grow), its value at the last observed bin.
+    last = seen.shape[1] - 1 - np.argmax(seen[:, ::-1], axis=1)
+    rows = np.arange(seen.shape[0])
+
+    def coverage_each(h: FloatArray) -> FloatArray:
+        """Per source, for its own curve ``h[source]``."""
+        covered: FloatArray = h[rows, last] if cumulative else (seen * h).sum(axis=-1)
+        return covered
+
+    def coverage_grid(h: FloatArray) -> FloatArray:
+        """Per source and grid point, for curves ``h[point]`` shared by all sources."""
+        covered: FloatArray = h[:, last].T if cumulative else seen @ h.T
         return covered
 
     # Grid over log μ, all sources at once: h is (grid, bins), products are (sources, grid).
@@ -222,8 +232,7 @@ def fit_profit_decay(
     b = w @ (h * h).T
     with np.errstate(invalid="ignore", divide="ignore"):
         residual = wcc[:, None] - np.where(b > 0, a * a / b, 0.0)
-    covered = coverage(seen[:, None, :], h[None, :, :]) >= min_coverage
-    residual = np.where(covered, residual, np.inf)
+    residual = np.where(coverage_grid(h) >= min_coverage, residual, np.inf)
     identifiable = np.isfinite(residual).any(axis=1)
     k = np.argmin(residual, axis=1)
     lo = logs[np.maximum(k - 1, 0)]
