@@ -16,6 +16,11 @@ another file at the path) or truncated, reading starts again at the top of the n
 row is skipped and counted by kind in ``invalid``; the first of each kind is logged with the
 file and line. Nothing is half-applied: a row is taken whole or not at all.
 
+In JSON Lines ``ts`` and ``clicks`` may also be numeric strings, as in CSV. A CSV file is read a
+line at a time, so quoted fields cannot span lines; an empty cell counts as a missing value.
+The reader follows the path, not an open file: rows written to the old file after the last
+read but before it was rotated away are not seen.
+
 >>> parse_click("https://Example.com/a?b=1&a=2", "1970-01-01T00:01:00Z", 3)
 ClickRow(url='https://example.com/a?a=2&b=1', ts=60.0, clicks=3.0)
 """
@@ -32,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from scrapy_echo.urls import canonical_url
 
@@ -62,11 +68,20 @@ def parse_click(url: object, ts: object, clicks: object) -> ClickRow:
     if url is None or ts is None or clicks is None:
         missing = [n for n, v in zip(_COLUMNS, (url, ts, clicks), strict=True) if v is None]
         raise InvalidClickRow("missing_field", f"missing {', '.join(missing)}")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise InvalidClickRow("bad_url", f"url {url!r} is not an absolute http(s) URL")
+    if not isinstance(url, str):
+        raise InvalidClickRow("bad_url", f"url {url!r} is not a string")
+    url = url.strip()
     try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.scheme.lower() not in ("http", "https") or not host:
+            raise ValueError("not an absolute http(s) URL")
+        if any(c.isspace() or not c.isprintable() for c in host):
+            raise ValueError("bad host name")
         canonical = canonical_url(url)
-    except ValueError as exc:
+    # w3lib raises whatever the URL parsing underneath it raises; a feed row must not stop
+    # the reader, so any failure here is just a bad URL.
+    except Exception as exc:
         raise InvalidClickRow("bad_url", f"url {url!r}: {exc}") from None
     return ClickRow(canonical, _timestamp(ts), _clicks(clicks))
 
@@ -74,15 +89,16 @@ def parse_click(url: object, ts: object, clicks: object) -> ClickRow:
 def _timestamp(value: object) -> float:
     number = _number(value)
     if number is None and isinstance(value, str):
+        text = value.strip()
+        if text[-1:] in ("Z", "z"):  # fromisoformat before Python 3.11 knows no "Z"
+            text = text[:-1] + "+00:00"
         try:
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidClickRow(
-                "bad_ts", f"ts {value!r} is not epoch seconds or ISO 8601"
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
-        number = moment.timestamp()
+            moment = datetime.fromisoformat(text)
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+            number = moment.timestamp()
+        except (ValueError, OverflowError):
+            number = None
     if number is None or not math.isfinite(number):
         raise InvalidClickRow("bad_ts", f"ts {value!r} is not epoch seconds or ISO 8601")
     return number
@@ -98,14 +114,12 @@ def _clicks(value: object) -> float:
 def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
+    if not isinstance(value, (int, float, str)):
+        return None
+    try:
         return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    except (ValueError, OverflowError):  # OverflowError: a JSON integer beyond float range
+        return None
 
 
 class ClickFeedReader:
@@ -116,8 +130,10 @@ class ClickFeedReader:
         if fmt is None:
             fmt = FORMATS.get(self.path.suffix.lower())
         if fmt not in ("jsonl", "csv"):
-            accepted = ", ".join(FORMATS)
-            raise ValueError(f"click feed {str(self.path)!r}: format from the suffix ({accepted})")
+            raise ValueError(
+                f"click feed {str(self.path)!r}: cannot tell its format; name it with one of "
+                f"the suffixes {', '.join(FORMATS)} or pass fmt='jsonl' or fmt='csv'"
+            )
         self.fmt = fmt
         self.invalid: Counter[str] = Counter()
         self.rows_read = 0
@@ -169,16 +185,33 @@ class ClickFeedReader:
 
     def restore(self, state: Mapping[str, object]) -> None:
         """Resume from :meth:`state`; a file replaced since is read from its start."""
-        identity = state.get("identity")
-        offset, line = state.get("offset"), state.get("line")
-        if not (isinstance(identity, list) and isinstance(offset, int) and isinstance(line, int)):
+        identity, offset, line = state.get("identity"), state.get("offset"), state.get("line")
+        head, header = state.get("head", ""), state.get("header")
+        try:
+            if not (
+                isinstance(identity, list)
+                and len(identity) == 2
+                and all(isinstance(n, int) for n in identity)
+                and isinstance(offset, int)
+                and isinstance(line, int)
+                and offset >= 0
+                and line >= 0
+                and isinstance(head, str)
+                and (header is None or isinstance(header, list))
+            ):
+                raise ValueError("unexpected shape")
+            head_bytes = bytes.fromhex(head)
+        except ValueError:
+            # A damaged saved state must not stop the crawl; the file is read again instead.
+            logger.warning(
+                "Click feed %s: saved position %r unusable; reading from the top",
+                self.path,
+                dict(state),
+            )
             return
-        self._identity = (int(identity[0]), int(identity[1]))
-        self._offset, self._line = offset, line
-        head = state.get("head")
-        self._head = bytes.fromhex(head) if isinstance(head, str) else b""
-        header = state.get("header")
-        self._header = [str(h) for h in header] if isinstance(header, list) else None
+        self._identity = (identity[0], identity[1])
+        self._offset, self._line, self._head = offset, line, head_bytes
+        self._header = [str(name) for name in header] if header is not None else None
 
     def _start_over(self, identity: tuple[int, int]) -> None:
         if self._identity is not None:
@@ -197,6 +230,8 @@ class ClickFeedReader:
         except UnicodeDecodeError:
             self._skip("encoding", "not UTF-8")
             return None
+        if self._line == 1:
+            text = text.lstrip("\ufeff")  # spreadsheet programs start files with a BOM
         if not text:
             return None
         try:
@@ -210,7 +245,7 @@ class ClickFeedReader:
     def _json_row(self, text: str) -> ClickRow:
         try:
             value = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise InvalidClickRow("json", f"not JSON ({exc})") from None
         if not isinstance(value, dict):
             raise InvalidClickRow("not_object", "not a JSON object")
@@ -218,7 +253,10 @@ class ClickFeedReader:
 
     def _csv_row(self, text: str) -> ClickRow | None:
         """The row, or ``None`` for the header line."""
-        fields = next(csv.reader([text]))
+        try:
+            fields = next(csv.reader([text]))
+        except csv.Error as exc:  # e.g. a field beyond csv's size limit
+            raise InvalidClickRow("csv_columns", f"unreadable CSV line ({exc})") from None
         if self._header is None:
             self._header = [name.strip().lower() for name in fields]
             return None
@@ -228,7 +266,10 @@ class ClickFeedReader:
             raise InvalidClickRow(
                 "csv_columns", f"{len(fields)} fields, header has {len(self._header)}"
             )
-        row = dict(zip(self._header, fields, strict=True))
+        # An empty cell is a missing value, not a malformed one.
+        row = {
+            name: value.strip() or None for name, value in zip(self._header, fields, strict=True)
+        }
         return parse_click(row["url"], row["ts"], row["clicks"])
 
     def _skip(self, kind: str, message: str) -> None:

@@ -34,6 +34,7 @@ class LocalNewsSite:
         self.sections = sections
         self.started = time.time()
         self.hits: Counter[str] = Counter()
+        self.hit_log: list[tuple[float, str]] = []  # (time, path) of every request
         self.first_fetch: dict[str, float] = {}
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -75,6 +76,9 @@ class LocalNewsSite:
         period = self.sections[name].period
         assert period is not None
         return self.started + (index + 1) * period
+
+    def hits_since(self, path: str, since: float) -> int:
+        return sum(1 for t, p in self.hit_log if p == path and t >= since)
 
     def article_hits(self, name: str) -> int:
         return sum(n for path, n in self.hits.items() if path.startswith(f"/a/{name}/"))
@@ -131,6 +135,7 @@ def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?")[0]
             with site.lock:
                 site.hits[path] += 1
+                site.hit_log.append((time.time(), path))
             hub, article = _HUB.match(path), _ARTICLE.match(path)
             if hub and hub.group(1) in site.sections:
                 self._hub(hub.group(1))

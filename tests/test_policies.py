@@ -84,10 +84,14 @@ def test_newpages_defers_a_page_worth_less_than_a_crawl() -> None:
     assert policy.choose(NOW, last(NOW, NOW - 99), frontier) == Decision("source", 1)
 
 
-def test_newpages_idles_only_when_nothing_has_value() -> None:
-    p = plan([0.0], [0.0], [1e-3], [np.inf], omega=0.0, kept=[False])
+def test_newpages_never_freezes_when_the_plan_values_nothing() -> None:
+    # No source kept: rather than idle forever (nothing would ever change the estimates),
+    # recrawl the source crawled longest ago; idle only while every source was just crawled
+    # or is backing off.
+    p = plan([0.0, 0.0], [0.0, 0.0], [1e-3] * 2, [np.inf] * 2, omega=0.0, kept=[False, False])
     policy = policy_with("echo-newpages", p)
-    assert policy.choose(NOW, last(NOW - 10), Frontier(1)) is None
+    assert policy.choose(NOW, last(NOW - 10, NOW - 30), Frontier(2)) == Decision("source", 1)
+    assert policy.choose(NOW, last(NOW, NOW + 60), Frontier(2)) is None
 
 
 # -- echo-schedule and frequency ------------------------------------------------------

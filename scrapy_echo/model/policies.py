@@ -263,6 +263,13 @@ class EchoNewPages(Policy):
             return Decision("page", best_page)
         if source_value > 0:
             return Decision("source", best_source)
+        # The plan values nothing (it keeps no source: its estimates say the budget cannot pay
+        # for any source's new pages). Idling would freeze those estimates for good; the
+        # source crawled longest ago is recrawled instead, which refreshes them.
+        elapsed = now - last_crawl
+        stalest = int(elapsed.argmax())
+        if elapsed[stalest] > 0:
+            return Decision("source", stalest)
         return None
 
 
