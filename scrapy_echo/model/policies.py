@@ -11,6 +11,8 @@ pages. Every re-solve period it gets fresh estimates (``λ, P, μ`` per source) 
   (largest ``τ/I``). When nothing is worth ``ω`` (the budget is below the new-link rate), the
   slot goes to whichever is worth more: the best deferred page or the best early recrawl,
   valued by the index ``V(τ) = (λP/μ) g(μτ)`` (ECHO.md, "the same optimum as an index").
+  When the plan values nothing at all (it keeps no source), the source crawled longest ago:
+  idling would leave the estimates that said so unchanged forever.
 - ``echo-schedule``: sources strictly every ``I``; spare slots to the most recently discovered
   new pages; otherwise idle.
 - ``echo-greedy``: new pages first; then the source with the most expected profit waiting on
