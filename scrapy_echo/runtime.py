@@ -135,6 +135,9 @@ class EchoRuntime:
 
         good = []
         for row in rows:
+            if not isinstance(row, Mapping):
+                self.count_invalid_click("not_object", f"pushed row {row!r} is not a mapping")
+                continue
             try:
                 good.append(parse_click(row.get("url"), row.get("ts"), row.get("clicks")))
             except InvalidClickRow as exc:

@@ -179,9 +179,10 @@ def test_push_clicks_counts_bad_rows() -> None:
             {"url": "http://news.test/a", "ts": 5, "clicks": 2},
             {"url": "nope", "ts": 5, "clicks": 2},
             {"url": "http://news.test/a", "ts": 5, "clicks": -1},
+            ("http://news.test/a", 5, 1),
         ],
     )
     assert taken == 1
-    assert crawler.stats.get_value("echo/clickfeed/invalid") == 2
+    assert crawler.stats.get_value("echo/clickfeed/invalid") == 3
     assert crawler.stats.get_value("echo/clickfeed/invalid/bad_url") == 1
     assert runtime.state.learner.pending_clicks == 1  # waits for its page to be crawled
