@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from twisted.internet.task import LoopingCall
 
+from scrapy_echo.clickfeed import ClickFeedReader
 from scrapy_echo.runtime import EchoRuntime
 
 if TYPE_CHECKING:
@@ -28,8 +29,6 @@ class EchoExtension:
         self.crawler = crawler
         self.runtime = runtime
         feed = runtime.config.click_feed
-        if feed is not None:
-            from scrapy_echo.clickfeed import ClickFeedReader
         # Created now, before the scheduler opens, so a JOBDIR resume can restore positions.
         runtime.feeds = [ClickFeedReader(feed)] if feed is not None else []
         self._invalid_seen: dict[tuple[int, str], int] = {}
