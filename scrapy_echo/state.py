@@ -146,4 +146,4 @@ class CrawlState:
         self.learner.add_page(page, source=source, appeared=appeared, crawled=crawled)
 
 
-__all__ = ["CrawlState", "SourceStatus", "canonical_url", "fingerprint"]
+__all__ = ["CrawlState", "SourceStatus", "fingerprint"]
