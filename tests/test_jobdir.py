@@ -1,0 +1,88 @@
+"""JOBDIR checkpoints: a round trip of the whole state, and a damaged file set aside."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import scrapy
+from scrapy import Request
+from scrapy.utils.test import get_crawler
+
+from scrapy_echo.extension import EchoExtension
+from scrapy_echo.jobdir import FILE_NAME
+from scrapy_echo.runtime import EchoRuntime
+from scrapy_echo.scheduler import EchoScheduler
+
+
+class Spider(scrapy.Spider):
+    name = "unit"
+
+    def parse(self, response: Any) -> Any:
+        return []
+
+
+def open_scheduler(jobdir: str, feed: str) -> EchoScheduler:
+    settings = {
+        "ADDONS": {"scrapy_echo.Addon": 0},
+        "JOBDIR": jobdir,
+        "ECHO_SOURCES": ["http://a.test/", "http://b.test/"],
+        "ECHO_CLICK_FEED": feed,
+    }
+    crawler = get_crawler(Spider, settings)
+    crawler.spider = crawler._create_spider()
+    runtime = EchoRuntime.of(crawler)
+    runtime.clock = lambda: 1000.0
+    EchoExtension(crawler, runtime)  # creates the feed reader the checkpoint restores
+    scheduler = EchoScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    return scheduler
+
+
+def page(url: str, source: int) -> Request:
+    meta = {"kind": "page", "source": source, "page": url, "appeared": 900.0,
+            "discovered": 950.0, "window": (800.0, 950.0)}  # fmt: skip
+    return Request(url, callback=None, meta={"echo": meta})
+
+
+def test_checkpoint_round_trip(tmp_path) -> None:
+    feed = tmp_path / "clicks.jsonl"
+    feed.write_text('{"url": "http://a.test/x", "ts": 990, "clicks": 2}\n')
+    first = open_scheduler(str(tmp_path / "job"), str(feed))
+    state = first.state
+    state.source_dispatched(0, 940.0)
+    state.source_crawled(0, 900.0, ["http://a.test/old"])
+    state.source_crawled(0, 950.0, ["http://a.test/old", "http://a.test/x"])
+    state.sources[1].etag = '"v7"'
+    state.source_dispatched(1, 990.0)
+    first.enqueue_request(page("http://a.test/x", 0))
+    first.enqueue_request(Request("http://a.test/plain"))
+    assert len(first.runtime.feeds[0].read()) == 1
+    first.close("shutdown")
+
+    second = open_scheduler(str(tmp_path / "job"), str(feed))
+    restored = second.state
+    assert [s.url for s in restored.sources] == ["http://a.test/", "http://b.test/"]
+    assert restored.sources[1].etag == '"v7"'
+    assert restored.last_crawl.tolist() == [940.0, 990.0]
+    assert restored.source_crawled(0, 1000.0, ["http://a.test/x", "http://a.test/y"]) == [
+        "http://a.test/y"  # links seen before the restart are not new
+    ]
+    assert len(restored.frontier) == 1
+    assert restored.frontier.pages()[0].page.url == "http://a.test/x"
+    assert [r.url for r in second.plain] == ["http://a.test/plain"]
+    assert second.runtime.feeds[0].read() == []  # the feed resumes where it was
+    second.close("shutdown")
+
+
+def test_unreadable_checkpoint_is_moved_aside(tmp_path, caplog) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / FILE_NAME).write_bytes(b"not a pickle")
+    with caplog.at_level(logging.ERROR, logger="scrapy_echo.jobdir"):
+        scheduler = open_scheduler(str(job), str(tmp_path / "clicks.jsonl"))
+    assert "unreadable" in caplog.text
+    assert list(job.glob(f"{FILE_NAME}.unreadable-*"))
+    assert len(scheduler.state.sources) == 2  # a fresh start from the settings
+    scheduler.close("shutdown")
+    assert (job / FILE_NAME).exists()  # and a good checkpoint written at close
