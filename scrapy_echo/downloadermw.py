@@ -19,27 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest
 
-from scrapy_echo.runtime import EchoRuntime
+from scrapy_echo.runtime import EchoComponent
 
 if TYPE_CHECKING:
     from scrapy import Request
-    from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
 
-class EchoDownloaderMiddleware:
-    def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
-        self.crawler = crawler
-        self.runtime = runtime
-        self.state = runtime.state
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, EchoRuntime.of(crawler))
-
+class EchoDownloaderMiddleware(EchoComponent):
     def process_request(self, request: Request) -> None:
         source = _source_of(request)
         if source is None:
@@ -88,10 +77,6 @@ class EchoDownloaderMiddleware:
             self.state.sources[source].failures,
             backoff,
         )
-
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(key)
 
 
 def _source_of(request: Request) -> int | None:

@@ -15,7 +15,7 @@ from scrapy import signals
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo.clickfeed import ClickFeedReader
-from scrapy_echo.runtime import EchoRuntime
+from scrapy_echo.runtime import EchoComponent, EchoRuntime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -24,10 +24,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class EchoExtension:
+class EchoExtension(EchoComponent):
     def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
-        self.crawler = crawler
-        self.runtime = runtime
+        super().__init__(crawler, runtime)
         feed = runtime.config.click_feed
         # Created now, before the scheduler opens, so a JOBDIR resume can restore positions.
         runtime.feeds = [ClickFeedReader(feed)] if feed is not None else []
@@ -36,7 +35,7 @@ class EchoExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        extension = cls(crawler, EchoRuntime.of(crawler))
+        extension = super().from_crawler(crawler)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
@@ -58,8 +57,7 @@ class EchoExtension:
         except Exception:
             # A failed round must not stop the loop: the old plan stays in force.
             logger.exception("ECHO re-solve failed; keeping the previous schedule")
-            if self.crawler.stats is not None:
-                self.crawler.stats.inc_value("echo/solver/errors")
+            self._inc("echo/solver/errors")
             return
         self._set_stats()
 
@@ -71,9 +69,9 @@ class EchoExtension:
             for kind, count in reader.invalid.items():
                 # The reader logs the first bad row of each kind; here only the stats.
                 new = count - self._invalid_seen.get((number, kind), 0)
-                if new > 0 and self.crawler.stats is not None:
-                    self.crawler.stats.inc_value("echo/clickfeed/invalid", new)
-                    self.crawler.stats.inc_value(f"echo/clickfeed/invalid/{kind}", new)
+                if new > 0:
+                    self._inc("echo/clickfeed/invalid", new)
+                    self._inc(f"echo/clickfeed/invalid/{kind}", new)
                 self._invalid_seen[number, kind] = count
         return taken
 

@@ -13,12 +13,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from scrapy_echo.model.policies import Plan, Policy, make_policy
+from scrapy_echo.model.plan import Plan
+from scrapy_echo.model.policies import Policy, make_policy
 from scrapy_echo.settings import EchoConfig
 from scrapy_echo.state import CrawlState
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from typing_extensions import Self
 
     from scrapy_echo.clickfeed import ClickFeedReader, ClickRow
 
@@ -86,21 +88,22 @@ class EchoRuntime:
         """Fresh estimates, a fresh schedule; one summary line in the log."""
         now = self.clock()
         estimates = self.state.learner.estimates(now)
-        plan = self.policy.replan(estimates, self.crawl_rate())
+        budget = self.crawl_rate()
+        plan = self.policy.replan(estimates, budget)
         self.solves += 1
         stats = self.crawler.stats
         if stats is not None:
             stats.set_value("echo/solver/solves", self.solves)
             stats.set_value("echo/solver/omega", plan.omega)
             stats.set_value("echo/solver/kept", int(plan.kept.sum()))
-            stats.set_value("echo/solver/crawl_rate", self.crawl_rate())
+            stats.set_value("echo/solver/crawl_rate", budget)
         logger.info(
             "ECHO re-solve %d: %d sources, %d kept, budget %.3g pages/s, omega %.3g, "
             "%d pages waiting",
             self.solves,
             len(estimates),
             int(plan.kept.sum()),
-            self.crawl_rate(),
+            budget,
             plan.omega,
             len(self.state.frontier),
         )
@@ -160,3 +163,21 @@ class EchoRuntime:
         for reader in self.feeds:
             if str(reader.path) in saved:
                 reader.restore(saved[str(reader.path)])
+
+
+class EchoComponent:
+    """What every ECHO Scrapy component starts from: the crawler, its shared runtime and
+    state, built by ``from_crawler``, and a stats counter."""
+
+    def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
+        self.crawler = crawler
+        self.runtime = runtime
+        self.state = runtime.state
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler, EchoRuntime.of(crawler))
+
+    def _inc(self, key: str, count: int = 1) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(key, count)

@@ -23,14 +23,13 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo.jobdir import Checkpointer
-from scrapy_echo.runtime import EchoRuntime
+from scrapy_echo.runtime import EchoComponent, EchoRuntime
 from scrapy_echo.settings import read_sources
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
@@ -46,14 +45,11 @@ def _source_seen(response: Response) -> list[Any]:
     return []
 
 
-class EchoScheduler:
+class EchoScheduler(EchoComponent):
     """Scrapy scheduler (``SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"``)."""
 
     def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
-        self.crawler = crawler
-        self.runtime = runtime
-        self.state = runtime.state
-        self.stats = crawler.stats
+        super().__init__(crawler, runtime)
         self.dupefilter: Any = build_from_crawler(
             load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler
         )
@@ -66,10 +62,6 @@ class EchoScheduler:
         self._echo_served = 0
         self._wake_call: Any = None  # IDelayedCall
         self._checkpoint_loop: LoopingCall | None = None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, EchoRuntime.of(crawler))
 
     # -- BaseScheduler ---------------------------------------------------------------------
     def open(self, spider: Spider) -> None:
@@ -214,7 +206,3 @@ class EchoScheduler:
     def _wake(self) -> None:
         self._wake_call = None
         self.runtime.wake_engine()
-
-    def _inc(self, key: str) -> None:
-        if self.stats is not None:
-            self.stats.inc_value(key)

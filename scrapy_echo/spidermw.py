@@ -23,26 +23,15 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 
 from scrapy_echo.outlinks import extract_outlinks, published_time
-from scrapy_echo.runtime import EchoRuntime
+from scrapy_echo.runtime import EchoComponent
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
 
-class EchoSpiderMiddleware:
-    def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
-        self.crawler = crawler
-        self.runtime = runtime
-        self.state = runtime.state
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, EchoRuntime.of(crawler))
-
+class EchoSpiderMiddleware(EchoComponent):
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         yield from self.handle_response(response)
         yield from result
@@ -122,7 +111,3 @@ class EchoSpiderMiddleware:
         if callable(name):
             return name
         return getattr(spider, name or "parse")
-
-    def _inc(self, key: str, count: int = 1) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(key, count)

@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 
 from scrapy_echo.model.frontier import Frontier
-from scrapy_echo.model.policies import (
-    POLICIES,
-    Decision,
-    Estimates,
-    Plan,
-    make_policy,
-)
+from scrapy_echo.model.plan import Estimates, Plan
+from scrapy_echo.model.policies import POLICIES, Decision, make_policy
 
 NOW = 10_000.0
 

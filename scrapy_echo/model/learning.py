@@ -30,7 +30,7 @@ from scrapy_echo.model.estimators import (
     apply_cold_start,
     fit_profit_decay,
 )
-from scrapy_echo.model.policies import Estimates
+from scrapy_echo.model.plan import Estimates
 
 T = TypeVar("T", bound=np.generic)
 
