@@ -1,9 +1,10 @@
-"""Downloader middleware: conditional source crawls, fetch times, per-source outcomes.
+"""Downloader middleware: fetch times and per-source outcomes.
 
-- A source request carries the validators of its last response (``If-None-Match`` /
-  ``If-Modified-Since``); a ``304`` is recorded as a crawl that found nothing new and goes no
-  further (``IgnoreRequest``, which Scrapy does not log as an error).
-- Every ECHO request gets its fetch time in ``request.meta["echo"]["fetched"]``.
+- Every ECHO request gets its fetch time in ``request.meta["echo"]["fetched"]``, and a source
+  response's validators (``ETag``, ``Last-Modified``) go there too, for the next conditional
+  crawl (the scheduler sends them as ``If-None-Match`` / ``If-Modified-Since``).
+- A ``304`` is recorded as a crawl that found nothing new and goes no further
+  (``IgnoreRequest``, which Scrapy does not log as an error).
 - A source crawl that fails (an exception after retries, or an error status) is recorded, and
   the source backs off, doubling per failure in a row, so a broken source does not eat the
   budget.
@@ -14,7 +15,6 @@ redirects are resolved, so one crawl is one outcome.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest
@@ -25,62 +25,41 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.http import Response
 
-logger = logging.getLogger(__name__)
-
 
 class EchoDownloaderMiddleware(EchoComponent):
-    def process_request(self, request: Request) -> None:
-        source = _source_of(request)
-        if source is None:
-            return
-        status = self.state.sources[source]
-        if status.etag and b"If-None-Match" not in request.headers:
-            request.headers[b"If-None-Match"] = status.etag
-        if status.last_modified and b"If-Modified-Since" not in request.headers:
-            request.headers[b"If-Modified-Since"] = status.last_modified
-
     def process_response(self, request: Request, response: Response) -> Response:
         now = self.runtime.clock()
         self.runtime.throughput.add(now)
         echo = request.meta.get("echo")
-        if isinstance(echo, dict):
-            echo["fetched"] = now
-        source = _source_of(request)
-        if source is None:
+        if not isinstance(echo, dict):
             return response
-        status = self.state.sources[source]
+        echo["fetched"] = now
+        if echo.get("kind") != "source":
+            return response
+        url = str(echo.get("url", request.url))
         if response.status == 304:
-            self.state.source_not_modified(source, now)
+            self.runtime.observe({"e": "304", "url": url, "t": now})
             self._inc("echo/sources/not_modified")
+            self.runtime.done(request)
             raise IgnoreRequest(f"ECHO source not modified: {request.url}")
         if response.status >= 400:
-            self._failed(source, request, f"HTTP {response.status}")
+            self._failed(url, request, f"HTTP {response.status}")
             return response
         etag = response.headers.get(b"ETag")
         modified = response.headers.get(b"Last-Modified")
-        status.etag = etag.decode("latin-1") if etag else None
-        status.last_modified = modified.decode("latin-1") if modified else None
+        echo["etag"] = etag.decode("latin-1") if etag else None
+        echo["lm"] = modified.decode("latin-1") if modified else None
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        source = _source_of(request)
-        if source is not None and not isinstance(exception, IgnoreRequest):
-            self._failed(source, request, type(exception).__name__)
+        echo: Any = request.meta.get("echo")
+        if isinstance(exception, IgnoreRequest) or not isinstance(echo, dict):
+            return
+        if echo.get("kind") == "source":
+            self._failed(str(echo.get("url", request.url)), request, type(exception).__name__)
+        # The request is finished (retries are done before it gets here).
+        self.runtime.done(request)
 
-    def _failed(self, source: int, request: Request, why: str) -> None:
-        backoff = self.state.source_failed(source, self.runtime.clock())
+    def _failed(self, url: str, request: Request, why: str) -> None:
+        self.runtime.observe({"e": "fail", "url": url, "t": self.runtime.clock(), "why": why})
         self._inc("echo/sources/failed")
-        logger.info(
-            "ECHO source %s failed (%s, %d in a row); next try in %.0f s",
-            request.url,
-            why,
-            self.state.sources[source].failures,
-            backoff,
-        )
-
-
-def _source_of(request: Request) -> int | None:
-    echo: Any = request.meta.get("echo")
-    if isinstance(echo, dict) and echo.get("kind") == "source":
-        return int(echo["source"])
-    return None

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Policy, make_policy
+from scrapy_echo.observations import apply_event
 from scrapy_echo.settings import EchoConfig
 from scrapy_echo.state import CrawlState
 
 if TYPE_CHECKING:
+    from scrapy import Request
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
@@ -68,6 +70,10 @@ class EchoRuntime:
         self.solves = 0
         self.feeds: list[ClickFeedReader] = []  # the extension's file readers
         self._invalid_kinds_logged: set[str] = set()
+        # Distributed mode (:mod:`scrapy_echo.distributed`) sets these: events then travel to
+        # the worker that holds the state, and each leased request is acknowledged when done.
+        self.transport: Callable[[dict[str, Any]], None] | None = None
+        self.on_done: Callable[[Request], None] | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> EchoRuntime:
@@ -108,6 +114,30 @@ class EchoRuntime:
             len(self.state.frontier),
         )
         return plan
+
+    def observe(self, event: dict[str, Any]) -> list[Request]:
+        """Apply what a middleware saw (:mod:`scrapy_echo.observations`); the requests for the
+        new pages it revealed. In distributed mode the event is sent on instead, and its new
+        pages are queued by the worker that applies it."""
+        if self.transport is not None:
+            self.transport(event)
+            return []
+        return apply_event(self, event, self.page_request)
+
+    def done(self, request: Request | None) -> None:
+        """``request`` has been processed (its response, or its final failure)."""
+        if self.on_done is not None and request is not None:
+            self.on_done(request)
+
+    def page_request(self, url: str, echo: dict[str, Any]) -> Request:
+        """The request for a new page: to the spider's ``echo_page_callback`` (a method or its
+        name), else its ``parse``."""
+        from scrapy import Request
+
+        spider = self.crawler.spider
+        name = getattr(spider, "echo_page_callback", None)
+        callback = name if callable(name) else getattr(spider, name or "parse")
+        return Request(url, callback=callback, meta={"echo": echo})
 
     def wake_engine(self) -> None:
         """Ask the engine for requests now, not at its next 5 s heartbeat. Scrapy has no

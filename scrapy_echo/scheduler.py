@@ -174,11 +174,18 @@ class EchoScheduler(EchoComponent):
         source = decision.source
         self.state.source_dispatched(source, now)
         self._inc("echo/scheduler/dequeued/source")
+        status = self.state.sources[source]
+        headers = {}
+        if status.etag:
+            headers["If-None-Match"] = status.etag
+        if status.last_modified:
+            headers["If-Modified-Since"] = status.last_modified
         return Request(
-            self.state.sources[source].url,
+            status.url,
             callback=self._source_callback,
+            headers=headers,
             dont_filter=True,
-            meta={"echo": {"kind": "source", "source": source}},
+            meta={"echo": {"kind": "source", "source": source, "url": status.url}},
         )
 
     def _nap(self, now: float) -> float:

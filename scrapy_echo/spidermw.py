@@ -16,16 +16,14 @@ middlewares (depth, referer, URL length) like the spider's requests do.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
-
-from scrapy import Request
 
 from scrapy_echo.outlinks import extract_outlinks, published_time
 from scrapy_echo.runtime import EchoComponent
 
 if TYPE_CHECKING:
+    from scrapy import Request
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
@@ -35,6 +33,7 @@ class EchoSpiderMiddleware(EchoComponent):
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         yield from self.handle_response(response)
         yield from result
+        self.runtime.done(response.request)
 
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any]
@@ -43,6 +42,11 @@ class EchoSpiderMiddleware(EchoComponent):
             yield request
         async for item in result:
             yield item
+        self.runtime.done(response.request)
+
+    def process_spider_exception(self, response: Response, exception: Exception) -> None:
+        # The response is handled (the spider failed on it, or Scrapy filtered it out).
+        self.runtime.done(response.request)
 
     def handle_response(self, response: Response) -> list[Request]:
         """Record what ``response`` tells ECHO; the new page requests it yields."""
@@ -56,42 +60,27 @@ class EchoSpiderMiddleware(EchoComponent):
         return []
 
     def _source_response(self, response: Response, echo: dict[str, Any]) -> list[Request]:
-        source = int(echo["source"])
-        fetched = float(echo.get("fetched", self.runtime.clock()))
-        spider = self.crawler.spider
         config = self.runtime.config
         links = extract_outlinks(
             response,
-            getattr(spider, "echo_link_extractor", None),
+            getattr(self.crawler.spider, "echo_link_extractor", None),
             same_site=config.same_site,
             limit=config.max_links_per_source,
         )
-        previous = self.state.sources[source].last_fetched
-        new = set(self.state.source_crawled(source, fetched, [link.url for link in links]))
+        event = {
+            "e": "crawl",
+            "url": str(echo.get("url", response.url)),
+            "t": float(echo.get("fetched", self.runtime.clock())),
+            "links": [[link.url, link.published] for link in links],
+            "etag": echo.get("etag"),
+            "lm": echo.get("lm"),
+        }
+        requests = self.runtime.observe(event)
         self._inc("echo/sources/crawled")
-        if not new:
-            return []
-        self._inc("echo/pages/new", len(new))
-        window_start = previous if math.isfinite(previous) else fetched
-        midpoint = 0.5 * (window_start + fetched)
-        callback = self._page_callback()
-        requests = []
-        for link in links:
-            if link.url not in new:
-                continue
-            stated = link.published
-            fits = stated is not None and window_start <= stated <= fetched
-            meta = {
-                "kind": "page",
-                "source": source,
-                "page": link.url,
-                "appeared": stated if fits else midpoint,
-                "window": (window_start, fetched),
-                "discovered": fetched,
-            }
-            requests.append(Request(link.url, callback=callback, meta={"echo": meta}))
-        if config.debug:
-            logger.debug("ECHO %d new pages on %s", len(requests), response.url)
+        if requests:
+            self._inc("echo/pages/new", len(requests))
+            if config.debug:
+                logger.debug("ECHO %d new pages on %s", len(requests), response.url)
         return requests
 
     def _page_response(self, response: Response, echo: dict[str, Any]) -> None:
@@ -101,13 +90,15 @@ class EchoSpiderMiddleware(EchoComponent):
         if stated is not None and start <= stated <= end:
             appeared = stated
             self._inc("echo/pages/published_time_used")
-        fetched = float(echo.get("fetched", self.runtime.clock()))
-        self.state.page_crawled(str(echo["page"]), int(echo["source"]), appeared, fetched)
+        source_url = echo.get("source_url")
+        if source_url is None:  # a request queued by an earlier version (JOBDIR)
+            source_url = self.state.sources[int(echo["source"])].url
+        event = {
+            "e": "page",
+            "url": str(echo["page"]),
+            "source": str(source_url),
+            "appeared": appeared,
+            "t": float(echo.get("fetched", self.runtime.clock())),
+        }
+        self.runtime.observe(event)
         self._inc("echo/pages/crawled")
-
-    def _page_callback(self) -> Any:
-        spider = self.crawler.spider
-        name = getattr(spider, "echo_page_callback", None)
-        if callable(name):
-            return name
-        return getattr(spider, name or "parse")

@@ -69,6 +69,20 @@ def test_new_page_worth_a_crawl_goes_before_sources() -> None:
     scheduler.close("finished")
 
 
+def test_source_requests_carry_the_last_validators() -> None:
+    scheduler, clock = make_scheduler(ECHO_SOURCES=["http://a.test/"])
+    first = scheduler.next_request()
+    assert b"If-None-Match" not in first.headers
+    status = scheduler.state.sources[0]
+    status.etag, status.last_modified = '"v1"', "Sun, 22 Nov 2026 10:00:00 GMT"
+    scheduler.runtime.policy.plan = scheduler.runtime.policy.plan.padded(1)
+    clock.now += 10_000.0  # long past any interval
+    again = scheduler.next_request()
+    assert again.headers[b"If-None-Match"] == b'"v1"'
+    assert again.headers[b"If-Modified-Since"] == b"Sun, 22 Nov 2026 10:00:00 GMT"
+    scheduler.close("finished")
+
+
 def test_plain_requests_are_deduplicated_and_share_slots() -> None:
     scheduler, clock = make_scheduler(ECHO_SOURCES=["http://a.test/"], ECHO_PLAIN_SHARE=0.5)
     assert scheduler.enqueue_request(Request("http://a.test/other"))
