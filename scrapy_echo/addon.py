@@ -13,6 +13,9 @@ class Addon:
     settings still wins) and adds the middlewares and the extension unless the project
     already lists them (a project may set one to ``None`` to turn it off).
 
+    With ``REDIS_URL`` set, the scheduler is the distributed one
+    (``scrapy_echo.distributed.scheduler.DistributedScheduler``).
+
     The equivalent explicit settings::
 
         SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"
@@ -28,7 +31,12 @@ class Addon:
         from scrapy_echo.extension import EchoExtension
         from scrapy_echo.spidermw import EchoSpiderMiddleware
 
-        settings.set("SCHEDULER", "scrapy_echo.scheduler.EchoScheduler", "addon")
+        scheduler = (
+            "scrapy_echo.distributed.scheduler.DistributedScheduler"
+            if settings.get("REDIS_URL")
+            else "scrapy_echo.scheduler.EchoScheduler"
+        )
+        settings.set("SCHEDULER", scheduler, "addon")
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", EchoDownloaderMiddleware, 60
         )

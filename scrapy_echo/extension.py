@@ -51,6 +51,8 @@ class EchoExtension(EchoComponent):
             self._loop.stop()
 
     def resolve(self) -> None:
+        if not self.runtime.holds_state:
+            return  # distributed mode: the planner re-solves, the others read its schedule
         try:
             self.read_click_feeds()
             self.runtime.replan()
@@ -64,6 +66,8 @@ class EchoExtension(EchoComponent):
     def read_click_feeds(self) -> int:
         """Fold in every complete row the feeds gained; returns how many were good."""
         taken = 0
+        if not self.runtime.holds_state:
+            return taken  # distributed mode: only the planner reads the feed files
         for number, reader in enumerate(self.runtime.feeds):
             taken += self.runtime.add_clicks(reader.read())
             for kind, count in reader.invalid.items():

@@ -73,6 +73,7 @@ class EchoRuntime:
         # Distributed mode (:mod:`scrapy_echo.distributed`) sets these: events then travel to
         # the worker that holds the state, and each leased request is acknowledged when done.
         self.transport: Callable[[dict[str, Any]], None] | None = None
+        self.holds_state = True  # False on a distributed worker that is not the planner
         self.on_done: Callable[[Request], None] | None = None
 
     @classmethod
@@ -152,6 +153,9 @@ class EchoRuntime:
     def add_clicks(self, rows: Iterable[ClickRow]) -> int:
         """Fold validated click rows into the learner; returns how many."""
         rows = list(rows)
+        if rows and not self.holds_state and self.transport is not None:
+            self.transport({"e": "clicks", "rows": [[r.url, r.ts, r.clicks] for r in rows]})
+            return len(rows)
         if rows:
             self.state.learner.add_clicks(
                 [row.url for row in rows], [row.ts for row in rows], [row.clicks for row in rows]

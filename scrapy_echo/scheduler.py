@@ -162,18 +162,21 @@ class EchoScheduler(EchoComponent):
         self._inc("echo/scheduler/dequeued/plain")
         return self.plain.popleft()
 
-    def _echo(self, now: float) -> Request | None:
+    def _echo(self, now: float, *, count: bool = True) -> Request | None:
+        """The policy's choice as a request (``count``: as a request leaving this worker)."""
         decision = self.runtime.policy.choose(now, self.state.last_crawl, self.state.frontier)
         if decision is None:
             return None
         if decision.kind == "page":
             waiting = self.state.frontier.pop(decision.source)
-            self._inc("echo/scheduler/dequeued/page")
+            if count:
+                self._inc("echo/scheduler/dequeued/page")
             request: Request = waiting.page  # type: ignore[assignment]
             return request
         source = decision.source
         self.state.source_dispatched(source, now)
-        self._inc("echo/scheduler/dequeued/source")
+        if count:
+            self._inc("echo/scheduler/dequeued/source")
         status = self.state.sources[source]
         headers = {}
         if status.etag:

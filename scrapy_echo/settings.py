@@ -38,6 +38,15 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_SAME_SITE": True,  # default link extractor keeps links of the source's site only
     "ECHO_MAX_LINKS_PER_SOURCE": 2000,  # links read from one source response
     "ECHO_DEBUG": False,  # log every decision and every new page
+    # Distributed mode (on when REDIS_URL is set; see docs/distributed.rst)
+    "ECHO_REDIS_KEY_PREFIX": "echo",  # keys are <prefix>:<spider name>:<name>
+    "ECHO_REDIS_LEASE_TIMEOUT": 60.0,  # s a leased request is held without renewal
+    "ECHO_REDIS_SOLVER_LEASE": 15.0,  # s the planner's lease lasts without renewal
+    "ECHO_REDIS_SNAPSHOT_INTERVAL": 10.0,  # s between saves of the planner's state
+    "ECHO_REDIS_PREFETCH": 4,  # requests a worker holds ready for its engine
+    "ECHO_REDIS_QUEUE_AHEAD": 2.0,  # s of budget the planner keeps queued
+    "ECHO_REDIS_DUPEFILTER_TTL": 7 * 86400.0,  # s a done page or request is remembered
+    "ECHO_REDIS_POLL_INTERVAL": 0.1,  # s between a worker's round trips to Redis
 }
 
 
@@ -62,6 +71,14 @@ class EchoConfig:
     same_site: bool
     max_links_per_source: int
     debug: bool
+    redis_key_prefix: str
+    redis_lease_timeout: float
+    redis_solver_lease: float
+    redis_snapshot_interval: float
+    redis_prefetch: int
+    redis_queue_ahead: float
+    redis_dupefilter_ttl: float
+    redis_poll_interval: float
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> EchoConfig:
@@ -92,6 +109,14 @@ class EchoConfig:
             same_site=get.flag("ECHO_SAME_SITE"),
             max_links_per_source=get.integer("ECHO_MAX_LINKS_PER_SOURCE"),
             debug=get.flag("ECHO_DEBUG"),
+            redis_key_prefix=get.text("ECHO_REDIS_KEY_PREFIX"),
+            redis_lease_timeout=get.number("ECHO_REDIS_LEASE_TIMEOUT"),
+            redis_solver_lease=get.number("ECHO_REDIS_SOLVER_LEASE"),
+            redis_snapshot_interval=get.number("ECHO_REDIS_SNAPSHOT_INTERVAL"),
+            redis_prefetch=get.integer("ECHO_REDIS_PREFETCH"),
+            redis_queue_ahead=get.number("ECHO_REDIS_QUEUE_AHEAD"),
+            redis_dupefilter_ttl=get.number("ECHO_REDIS_DUPEFILTER_TTL"),
+            redis_poll_interval=get.number("ECHO_REDIS_POLL_INTERVAL"),
         )
 
 

@@ -1,9 +1,10 @@
-"""Shared fixtures: a real redis-server on a free port (started per session)."""
+"""Shared fixtures: real redis-servers on free ports."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -29,45 +30,59 @@ def _redis_binary() -> str:
     return binary
 
 
+class RedisServer:
+    """A throw-away redis-server (persistence off) on a free port."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc = subprocess.Popen(
+            [_redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        import redis
+
+        client = redis.Redis.from_url(self.url)
+        deadline = time.monotonic() + 10
+        try:
+            while True:
+                try:
+                    client.ping()
+                    return
+                except redis.ConnectionError:
+                    if time.monotonic() > deadline or self.proc.poll() is not None:
+                        self.stop()
+                        raise RuntimeError(f"redis-server did not start on {self.port}") from None
+                    time.sleep(0.05)
+        finally:
+            client.close()
+
+    def pause(self) -> None:
+        """Freeze the server: connections stay open, nothing answers (a network outage)."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
+    def stop(self) -> None:
+        self.resume()
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """URL of a throw-away redis-server, with persistence off, for the whole session."""
-    import redis
+    """URL of a redis-server shared by the whole session (tests use their own key prefix)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server.url
+    server.stop()
 
-    binary = _redis_binary()
-    workdir: Path = tmp_path_factory.mktemp("redis")
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"redis-server did not start on port {port}") from None
-                time.sleep(0.05)
-        yield url
-    finally:
-        client.close()
-        proc.terminate()
-        proc.wait(timeout=10)
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of the test's own, which it may pause."""
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()

@@ -1,0 +1,7 @@
+"""Distributed mode: many workers, one Redis (see docs/distributed.rst).
+
+- :mod:`.scheduler`: each worker's scheduler (leases, acks, the global budget, no blocking).
+- :mod:`.planner`: the one worker at a time that holds the state and runs the policy.
+- :mod:`.store` and :mod:`.scripts`: keys and atomic Lua scripts.
+- :mod:`.wire` and :mod:`.codec`: requests and state as data, never pickle.
+"""

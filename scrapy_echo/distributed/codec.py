@@ -1,0 +1,132 @@
+"""A data-only codec for the crawl state kept in Redis: JSON with tagged values, never pickle.
+
+Whoever can write to Redis must not be able to run code on the workers, so the state is
+encoded as JSON in which numpy arrays, tuples, sets, dicts with non-string keys and the model's
+own objects are tagged. Decoding builds only plain values, numpy arrays of a few numeric
+dtypes (from raw bytes, no pickle), and instances of the classes in :data:`CLASSES`, filled
+attribute by attribute without running any of their code. Anything else is a
+:class:`CodecError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from scrapy_echo.model.clicks import ClickHistogram
+from scrapy_echo.model.estimators import ColdStart, CrawlHistory, DecayFit
+from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.state import SourceStatus
+
+CLASSES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (SourceLearner, CrawlHistory, ClickHistogram, ColdStart, DecayFit, SourceStatus)
+}
+_DTYPES = {"float64", "int64", "bool", "uint64"}
+
+
+class CodecError(ValueError):
+    """The bytes are not a state this codec wrote."""
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(_encode(value), separators=(",", ":")).encode()
+
+
+def loads(data: bytes) -> Any:
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CodecError(f"not JSON: {exc}") from None
+    return _decode(raw)
+
+
+def _encode(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
+    if isinstance(value, np.generic):
+        return _encode(value.item())
+    if isinstance(value, np.ndarray):
+        array = np.ascontiguousarray(value)
+        dtype = "int64" if array.dtype == np.intp else str(array.dtype)
+        if dtype not in _DTYPES:
+            raise CodecError(f"cannot encode arrays of {dtype}")
+        data = base64.b64encode(array.astype(dtype).tobytes()).decode()
+        return {"$": "nd", "dtype": dtype, "shape": list(array.shape), "data": data}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, tuple):
+        return {"$": "tuple", "v": [_encode(v) for v in value]}
+    if isinstance(value, set | frozenset):
+        return {"$": "set", "v": [_encode(v) for v in value]}
+    if isinstance(value, dict):
+        tag = "odict" if isinstance(value, OrderedDict) else "dict"
+        return {"$": tag, "v": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    name = type(value).__name__
+    if CLASSES.get(name) is type(value):
+        return {"$": "obj", "cls": name, "v": _encode(dict(vars(value)))}
+    raise CodecError(f"cannot encode {name}")
+
+
+def _decode(raw: Any) -> Any:
+    if raw is None or isinstance(raw, bool | int | float | str):
+        return raw
+    if isinstance(raw, list):
+        return [_decode(v) for v in raw]
+    if not isinstance(raw, dict) or not isinstance(raw.get("$"), str):
+        raise CodecError("an object without a tag")
+    tag = raw["$"]
+    if tag == "float":
+        if raw.get("v") not in ("nan", "inf", "-inf"):
+            raise CodecError(f"bad float {raw.get('v')!r:.40}")
+        return float(raw["v"])
+    if tag == "nd":
+        return _array(raw)
+    items = raw.get("v")
+    if tag in ("tuple", "set"):
+        if not isinstance(items, list):
+            raise CodecError(f"{tag} without a list")
+        decoded = [_decode(v) for v in items]
+        try:
+            return tuple(decoded) if tag == "tuple" else set(decoded)
+        except TypeError:
+            raise CodecError("unhashable set member") from None
+    if tag in ("dict", "odict"):
+        if not isinstance(items, list) or not all(
+            isinstance(p, list) and len(p) == 2 for p in items
+        ):
+            raise CodecError(f"{tag} without [key, value] pairs")
+        try:
+            pairs = [(_decode(k), _decode(v)) for k, v in items]
+            return OrderedDict(pairs) if tag == "odict" else dict(pairs)
+        except TypeError:
+            raise CodecError("unhashable dict key") from None
+    if tag == "obj":
+        cls = CLASSES.get(raw.get("cls"))  # type: ignore[arg-type]
+        attributes = _decode(raw.get("v"))
+        if cls is None or not isinstance(attributes, dict):
+            raise CodecError(f"unknown class {raw.get('cls')!r:.40}")
+        obj: Any = object.__new__(cls)
+        obj.__dict__.update(attributes)  # no __init__, no __setstate__: nothing runs
+        return obj
+    raise CodecError(f"unknown tag {tag!r:.40}")
+
+
+def _array(raw: dict[str, Any]) -> np.ndarray[Any, Any]:
+    dtype, shape, data = raw.get("dtype"), raw.get("shape"), raw.get("data")
+    if dtype not in _DTYPES or not isinstance(data, str) or not isinstance(shape, list):
+        raise CodecError("bad array")
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise CodecError("bad array shape")
+    try:
+        flat = np.frombuffer(base64.b64decode(data, validate=True), dtype=dtype)
+        return flat.reshape(shape).copy()  # a writable array of its own
+    except ValueError as exc:
+        raise CodecError(f"bad array: {exc}") from None

@@ -1,0 +1,206 @@
+"""The planner: the one worker at a time that holds the crawl state and runs the policy.
+
+Every worker sends what it observes to the ``events`` stream. The worker holding the solver
+lease (a key with an expiry, renewed every round) applies those events to the state, with the
+same :func:`~scrapy_echo.observations.apply_event` and policy as a single machine, re-solves
+the intervals (the extension asks it, as on one machine), and keeps a couple of seconds of
+chosen requests in the shared queue. Every ``ECHO_REDIS_SNAPSHOT_INTERVAL`` it saves the state
+and the id of the last event in it, and trims the stream up to there.
+
+If it dies, its lease runs out, another worker takes it, loads the snapshot and replays the
+events after it: nothing observed is lost, and requests chosen twice are queued once (the
+queue skips a request id already queued, leased or done). Every write of the planner is
+fenced by its token, so a planner that lost its lease (a long pause) cannot overwrite its
+successor's work.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+from scrapy_echo.distributed.codec import CodecError
+from scrapy_echo.distributed.snapshot import dump_state, load_state
+from scrapy_echo.model.policies import make_policy
+from scrapy_echo.observations import InvalidEvent, apply_event, check_event
+from scrapy_echo.settings import read_sources
+from scrapy_echo.state import CrawlState, fingerprint
+from scrapy_echo.urls import canonical_url
+
+if TYPE_CHECKING:
+    from scrapy import Request
+
+    from scrapy_echo.distributed.scheduler import DistributedScheduler
+
+logger = logging.getLogger(__name__)
+
+_EVENTS_PER_ROUND = 2000
+_PAGE_HEAD_START_MS = 1e9  # ~11 days: more than any source crawl waits in the queue
+_SNAPSHOT_NEVER = -math.inf
+
+
+class Planner:
+    def __init__(self, scheduler: DistributedScheduler) -> None:
+        self.scheduler = scheduler
+        self.runtime = scheduler.runtime
+        self.config = scheduler.runtime.config
+        self.term = 0  # > 0 while this worker holds the lease
+        self.renewed_at = -math.inf
+        # Source crawls queued and not yet reported, by request id -> when queued: the policy
+        # is not asked to choose them again meanwhile.
+        self.outstanding: dict[str, float] = {}
+        self._solves_logged = 0
+        self.last_event = "0-0"
+        self._seq = 0
+        self._saved_at = _SNAPSHOT_NEVER
+        self._next_try = -math.inf
+
+    @property
+    def active(self) -> bool:
+        return self.term > 0
+
+    # -- the lease -------------------------------------------------------------------------
+    def lease_ms(self) -> int:
+        return int(self.config.redis_solver_lease * 1000)
+
+    def try_acquire(self, now: float) -> bool:
+        """Runs on the Redis thread: take the lease if free (checked every third of it)."""
+        if now < self._next_try:
+            return False
+        self._next_try = now + self.config.redis_solver_lease / 3
+        term = self.scheduler.store.acquire_solver(self.scheduler.token, self.lease_ms())
+        if not term:
+            return False
+        self.term = term
+        return True
+
+    def take_over(self, loaded: tuple[bytes, str] | None) -> None:
+        """In the reactor, after the lease was taken: the last saved state, or a fresh one."""
+        spider = self.scheduler.spider
+        fresh = CrawlState(self.config)
+        self.last_event = "0-0"
+        if loaded is not None:
+            data, self.last_event = loaded
+            try:
+                fresh, refused = load_state(self.runtime, data, self.scheduler.decode)
+                if refused:
+                    self.scheduler.count_rejected("snapshot_request", refused)
+            except CodecError as exc:
+                self.scheduler.count_rejected("snapshot")
+                logger.error("ECHO state in Redis unreadable (%s); starting from scratch", exc)
+                self.last_event = "0-0"
+        self.runtime.state = self.scheduler.state = fresh
+        for url in self.config.sources + read_sources(getattr(spider, "echo_sources", ())):
+            fresh.add_source(url)
+        self.runtime.holds_state = True
+        self.outstanding.clear()
+        self.runtime.policy = make_policy(self.config.policy)  # no caches of another state
+        self._saved_at = _SNAPSHOT_NEVER
+        self.renewed_at = self.runtime.clock()
+        logger.info(
+            "ECHO planner term %d on this worker: %d sources, %d waiting pages%s",
+            self.term,
+            len(fresh.sources),
+            len(fresh.frontier),
+            ", from the saved state" if loaded else "",
+        )
+        self._solves_logged = self.runtime.solves
+        self.runtime.replan()
+
+    def step_down(self, why: str) -> None:
+        if self.active:
+            logger.warning("ECHO planner term %d ends on this worker: %s", self.term, why)
+        self.term = 0
+        self.runtime.holds_state = False
+        self.runtime.state = self.scheduler.state = CrawlState(self.config)
+
+    # -- one round -------------------------------------------------------------------------
+    def apply(self, events: list[tuple[str, bytes]], sources: list[bytes], now: float) -> None:
+        """Fold in what the workers saw, and the sources users pushed."""
+        for event_id, raw in events:
+            self.last_event = event_id
+            try:
+                event = check_event(json.loads(raw))
+            except (ValueError, UnicodeDecodeError) as exc:
+                kind = exc.kind if isinstance(exc, InvalidEvent) else "event_not_json"
+                self.scheduler.count_rejected(kind, message=f"event {event_id}: {exc}")
+                continue
+            if event["e"] in ("crawl", "page", "304", "fail"):
+                self.runtime.throughput.add(now)
+            if event["e"] in ("crawl", "304", "fail"):
+                self.outstanding.pop(source_id(event["url"]), None)
+            for request in apply_event(self.runtime, event, self.runtime.page_request):
+                echo = request.meta["echo"]
+                self.runtime.state.frontier.push(
+                    echo["source"], request, appeared=echo["appeared"],
+                    discovered=echo["discovered"],
+                )  # fmt: skip
+        for raw in sources:
+            try:
+                (url,) = read_sources([raw.decode()])
+            except Exception as exc:  # NotConfigured, UnicodeDecodeError
+                self.scheduler.count_rejected("bad_source", message=f"pushed source: {exc}")
+                continue
+            self.runtime.state.add_source(url)
+
+    def choose(self, depth: int, now: float) -> list[tuple[str, float, str]]:
+        """Requests to queue so that about ``ECHO_REDIS_QUEUE_AHEAD`` seconds of the budget
+        wait in Redis: fresh enough to follow the policy, enough that no worker idles."""
+        target = max(2, math.ceil(self.runtime.crawl_rate() * self.config.redis_queue_ahead))
+        chosen: list[tuple[str, float, str]] = []
+        stale = now - 2 * self.config.redis_lease_timeout
+        for rid in [rid for rid, queued in self.outstanding.items() if queued < stale]:
+            del self.outstanding[rid]  # its report never came (a refused or lost request)
+        for _ in range(target - depth):
+            request = self.scheduler._echo(now, count=False)
+            if request is None:
+                break
+            rid = request_id(request)
+            if rid in self.outstanding:
+                break  # the best the policy has is already on its way: wait for news
+            if rid.startswith("s:"):
+                self.outstanding[rid] = now
+            try:
+                payload = self.scheduler.encode(request)
+            except ValueError as exc:
+                self.scheduler.count_rejected("unencodable", message=str(exc))
+                continue
+            self._seq += 1
+            is_source = rid.startswith("s:")
+            self.scheduler._inc(f"echo/planner/queued/{'source' if is_source else 'page'}")
+            # Queue order is decision order, except that a new page goes before every source
+            # crawl already queued: new pages first, as on one machine.
+            score = now * 1000 + (0.0 if is_source else -_PAGE_HEAD_START_MS)
+            chosen.append((rid, score + self._seq % 1000 / 1000, payload))
+        return chosen
+
+    def new_solves(self, now: float) -> list[str]:
+        """``"<term> <ms>"`` for each re-solve since the last call."""
+        count = self.runtime.solves - self._solves_logged
+        self._solves_logged = self.runtime.solves
+        return [f"{self.term} {int(now * 1000)}"] * count if self.active else []
+
+    def snapshot_due(self, now: float) -> bool:
+        return now - self._saved_at >= self.config.redis_snapshot_interval
+
+    def snapshot(self, now: float) -> tuple[bytes, str]:
+        data, skipped = dump_state(self.runtime, self.scheduler.encode)
+        if skipped:
+            self.scheduler.count_rejected("unencodable", skipped)
+        self._saved_at = now
+        return data, self.last_event
+
+
+def request_id(request: Request) -> str:
+    """``s:`` + a source's URL fingerprint (one queued crawl per source at a time), ``p:`` +
+    a page's (queued once, remembered when done)."""
+    echo: Any = request.meta.get("echo", {})
+    if echo.get("kind") == "source":
+        return source_id(request.url)
+    return f"p:{fingerprint(canonical_url(request.url)):016x}"
+
+
+def source_id(url: str) -> str:
+    return f"s:{fingerprint(canonical_url(url)):016x}"

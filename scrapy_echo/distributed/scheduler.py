@@ -1,0 +1,341 @@
+"""The distributed ECHO scheduler: every worker runs ``scrapy crawl NAME`` against one Redis.
+
+On with ``REDIS_URL`` (the add-on picks this scheduler; ``REDIS_PARAMS`` as in scrapy-redis).
+Each worker, every ``ECHO_REDIS_POLL_INTERVAL``, makes one round trip on its Redis thread:
+
+- sends the events its middlewares observed (:mod:`scrapy_echo.observations`), the acks of
+  requests it finished, lease renewals of those still in its hands, and the spider's own
+  requests (the plain lane, deduplicated in Redis with expiry);
+- leases up to ``ECHO_REDIS_PREFETCH`` requests, within the global ``ECHO_CRAWL_RATE`` (a
+  token bucket in Redis shared by all workers). A lease is not a delete: an expired lease
+  returns the request to the queue, so a killed worker loses nothing, and a slow one keeps
+  its requests as long as it renews them.
+
+``next_request`` only reads the local buffer, so the reactor never waits on Redis. If Redis is
+unreachable, nothing is dropped: events and acks wait in memory and the round trips back off
+(doubling up to 10 s) until it answers. One worker at a time is also the planner
+(:mod:`.planner`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import socket
+import time
+import uuid
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from scrapy.settings import BaseSettings
+from scrapy_redis.connection import get_redis_from_settings  # type: ignore[import-untyped]
+from twisted.internet.defer import Deferred
+
+from scrapy_echo.distributed.iothread import RedisThread
+from scrapy_echo.distributed.planner import _EVENTS_PER_ROUND, Planner
+from scrapy_echo.distributed.store import Exchange, RedisStore
+from scrapy_echo.distributed.wire import InvalidPayload, decode_request, encode_request
+from scrapy_echo.scheduler import EchoScheduler
+from scrapy_echo.settings import read_sources
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+
+    from scrapy_echo.runtime import EchoRuntime
+
+logger = logging.getLogger(__name__)
+
+# Connection defaults that let a dead server be noticed in seconds (scrapy-redis waits 30 s),
+# with no retries inside redis-py: the round trip retries itself, with back-off and a log
+# line, and never resends half of a batch. REDIS_PARAMS overrides them.
+_REDIS_PARAMS = {
+    "socket_timeout": 5,
+    "socket_connect_timeout": 5,
+    "health_check_interval": 10,
+    "retry_on_timeout": False,
+    "retry": Retry(NoBackoff(), 0),
+}
+_MAX_BACKOFF = 10.0
+
+
+def redis_client(settings: BaseSettings) -> Any:
+    """A client from ``REDIS_URL`` / ``REDIS_PARAMS`` (scrapy-redis's helper), with replies
+    as bytes whatever ``REDIS_DECODE_RESPONSES`` says: payloads are decoded here."""
+    params = {**_REDIS_PARAMS, **settings.getdict("REDIS_PARAMS")}
+    params.pop("decode_responses", None)
+    names = ("REDIS_URL", "REDIS_HOST", "REDIS_PORT", "REDIS_DB", "REDIS_ENCODING")
+    own = BaseSettings({name: settings.get(name) for name in names if settings.get(name)})
+    own.set("REDIS_PARAMS", params)
+    return get_redis_from_settings(own)
+
+
+class DistributedScheduler(EchoScheduler):
+    def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
+        super().__init__(crawler, runtime)
+        self.client = redis_client(crawler.settings)
+        self.store: RedisStore = None  # type: ignore[assignment]  # set in open()
+        self.io = RedisThread()
+        self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.planner = Planner(self)
+        self.buffer: deque[Request] = deque()  # leased, waiting for the engine
+        self.followups: deque[Request] = deque()  # redirects and retries of leased requests
+        self.in_flight: dict[str, float] = {}  # lease member -> when handed to the engine
+        self.outbox = Exchange()
+        self._round_call: Any = None  # IDelayedCall of the next round trip
+        self._closing = False
+        self._renewed_at = 0.0
+        self._down_since: float | None = None
+        self._pause_until = 0.0
+        self._backoff = 0.0
+        self._logged_kinds: set[str] = set()
+        runtime.transport = self._send_event
+        runtime.on_done = self._done
+        runtime.holds_state = False
+
+    # -- BaseScheduler ---------------------------------------------------------------------
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        self._source_callback = getattr(spider, "parse_source", None) or self._source_callback
+        self.store = RedisStore(
+            self.client, f"{self.runtime.config.redis_key_prefix}:{spider.name}"
+        )
+        self.io.start()
+        for url in self.runtime.config.sources + read_sources(getattr(spider, "echo_sources", ())):
+            self._send_event({"e": "source", "url": url})
+        logger.info(
+            "ECHO distributed worker %s on %s, budget %s for all workers",
+            self.token,
+            self.store.prefix,
+            f"{self.runtime.config.crawl_rate:g} pages/s"
+            if self.runtime.config.crawl_rate
+            else "unlimited",
+        )
+        self._next_round()
+
+    def close(self, reason: str) -> Deferred[None]:  # type: ignore[override]
+        self._closing = True
+        if self._round_call is not None and self._round_call.active():
+            self._round_call.cancel()
+        # One last round trip: events and acks out. Requests still buffered are not acked,
+        # so their leases expire and they return to the queue for the others.
+        self.outbox.want = 0
+        done: Deferred[Any] = self.io.run(self._final_round)
+        done.addErrback(lambda failure: logger.warning(
+            "ECHO could not reach Redis at close (%s); unsent events are lost, leased "
+            "requests return to the queue when their leases expire", failure.value))  # fmt: skip
+        done.addBoth(lambda _: self.io.stop())
+        return done
+
+    def _final_round(self) -> None:
+        self.store.exchange(self.outbox, **self._exchange_options())
+        if self.planner.active:
+            data, event_id = self.planner.snapshot(time.time())
+            self.store.save_snapshot(self.token, data, event_id)
+            self.store.release_solver(self.token)
+
+    def has_pending_requests(self) -> bool:
+        return True  # the queue is shared and sources are recrawled: a monitor runs on
+
+    def __len__(self) -> int:
+        return len(self.buffer) + len(self.followups)
+
+    def enqueue_request(self, request: Request) -> bool:
+        echo = request.meta.get("echo")
+        if isinstance(echo, dict) or "echo_lease" in request.meta:
+            # A redirect or retry of a leased request: finish it here, under the same lease.
+            self.followups.append(request)
+            return True
+        if request.meta.get("echo_source"):
+            self._send_event({"e": "source", "url": request.url})
+            self._inc("echo/scheduler/enqueued/new_source")
+            return True
+        if request.dont_filter:
+            rid = f"u:{uuid.uuid4().hex}"
+        else:
+            fingerprinter: Any = self.crawler.request_fingerprinter
+            rid = f"r:{fingerprinter.fingerprint(request).hex()}"
+        try:
+            payload = self.encode(request)
+        except ValueError as exc:
+            self.count_rejected("unencodable", message=str(exc))
+            return False
+        self.outbox.plain.append((rid, time.time() * 1000, payload))
+        self._inc("echo/scheduler/enqueued/plain")
+        return True
+
+    def next_request(self) -> Request | None:
+        if self.followups:
+            return self.followups.popleft()
+        if not self.buffer:
+            return None
+        request = self.buffer.popleft()
+        self.in_flight[request.meta["echo_lease"]] = time.time()
+        echo = request.meta.get("echo")
+        kind = echo.get("kind") if isinstance(echo, dict) else "plain"
+        self._inc(f"echo/scheduler/dequeued/{kind}")
+        return request
+
+    # -- requests as data ------------------------------------------------------------------
+    def encode(self, request: Request) -> str:
+        assert self.spider is not None
+        return encode_request(request, self.spider, self._source_callback)
+
+    def decode(self, payload: bytes | str) -> Request:
+        assert self.spider is not None
+        return decode_request(payload, self.spider, self._source_callback)
+
+    def count_rejected(self, kind: str, count: int = 1, *, message: str = "") -> None:
+        """Count something refused (a bad payload, event or source); log each kind once."""
+        self._inc("echo/redis/rejected", count)
+        self._inc(f"echo/redis/rejected/{kind}", count)
+        if kind not in self._logged_kinds:
+            self._logged_kinds.add(kind)
+            logger.warning("ECHO refused %s from Redis (%s); more are only counted", kind,
+                           message or "see stats")  # fmt: skip
+
+    # -- what the middlewares report -------------------------------------------------------
+    def _send_event(self, event: dict[str, Any]) -> None:
+        self.outbox.events.append(json.dumps(event, separators=(",", ":"), allow_nan=False))
+
+    def _done(self, request: Request) -> None:
+        member = request.meta.get("echo_lease")
+        if isinstance(member, str) and self.in_flight.pop(member, None) is not None:
+            self.outbox.acks.append(member)
+
+    # -- the round trip --------------------------------------------------------------------
+    def _exchange_options(self) -> dict[str, Any]:
+        config = self.runtime.config
+        rate = config.crawl_rate or 0.0
+        return {
+            "lease_ms": int(config.redis_lease_timeout * 1000),
+            "rate": rate,
+            "burst": max(1.0, rate * config.redis_poll_interval * 2),
+            "plain_share": config.plain_share,
+            "done_ttl_ms": int(config.redis_dupefilter_ttl * 1000),
+        }
+
+    def _next_round(self, _: object = None) -> None:
+        """Schedule the next round trip, after a jittered poll interval: workers started
+        together would otherwise poll in lockstep, and the one whose turn always comes just
+        after the budget's next token would take every token."""
+        if self._closing:
+            return
+        from twisted.internet import reactor as installed  # see scheduler._wake_at
+
+        reactor: Any = installed
+        delay = self.runtime.config.redis_poll_interval * random.uniform(0.5, 1.5)
+        delay = max(delay, self._pause_until - time.time())
+        self._round_call = reactor.callLater(delay, self._round)
+
+    def _round(self) -> None:
+        if self._closing:
+            return
+        now = time.time()
+        self._inc("echo/redis/rounds")
+        batch, self.outbox = self.outbox, Exchange()
+        batch.want = max(0, self.runtime.config.redis_prefetch - len(self.buffer))
+        if now - self._renewed_at > self.runtime.config.redis_lease_timeout / 3:
+            self._renewed_at = now
+            batch.renew = list(self.in_flight)
+        solves = self.planner.new_solves(now)
+        work: Deferred[Any] = self.io.run(self._trip, batch, now, solves)
+        work.addCallback(self._received)
+        work.addErrback(self._failed, batch)
+        work.addErrback(self._bug)
+        work.addBoth(self._next_round)
+
+    def _bug(self, failure: Any) -> None:
+        # A bug here must not end the round trips: the crawl would stall silently.
+        logger.error("ECHO round trip failed: %s", failure.getTraceback())
+        self._inc("echo/redis/round_errors")
+
+    def _trip(
+        self, batch: Exchange, now: float, solves: list[str]
+    ) -> tuple[list[tuple[str, bytes]], Any]:
+        """On the Redis thread: the worker's exchange, then the planner's part."""
+        leased = self.store.exchange(batch, **self._exchange_options())
+        planner = self.planner
+        if not planner.active and planner.try_acquire(now):
+            return leased, ("took_over", self.store.load_snapshot())
+        if planner.active:
+            polled = self.store.poll(
+                self.token, planner.lease_ms(), planner.last_event, _EVENTS_PER_ROUND, solves
+            )
+            return leased, ("poll", polled)
+        return leased, None
+
+    def _received(self, result: tuple[list[tuple[str, bytes]], Any]) -> Deferred[None] | None:
+        leased, planner_part = result
+        if self._down_since is not None:
+            logger.warning("ECHO: Redis is back after %.0f s", time.time() - self._down_since)
+            self._down_since = None
+        self._backoff = 0.0
+        for member, payload in leased:
+            try:
+                request = self.decode(payload)
+            except InvalidPayload as exc:
+                self.count_rejected(exc.kind, message=str(exc))
+                self.outbox.acks.append(member)  # removes it from Redis
+                self.outbox.rejected.append(exc.kind)
+                continue
+            request.meta["echo_lease"] = member
+            self.buffer.append(request)
+        if leased:
+            self._inc("echo/redis/leased", len(leased))
+            self.runtime.wake_engine()
+        if planner_part is None:
+            return None
+        return self._plan(*planner_part)
+
+    def _plan(self, what: str, detail: Any) -> Deferred[None] | None:
+        planner, now = self.planner, time.time()
+        if what == "took_over":
+            planner.take_over(detail)
+            self._inc("echo/redis/planner_terms")
+            return None
+        held, events, sources, depth = detail
+        if not held:
+            planner.step_down("its lease expired (the worker stalled)")
+            return None
+        planner.renewed_at = now
+        planner.apply(events, sources, now)
+        chosen = planner.choose(depth, now)
+        snapshot = planner.snapshot(now) if planner.snapshot_due(now) else None
+        if not chosen and snapshot is None:
+            return None
+        return self.io.run(self._planner_writes, chosen, snapshot).addCallback(self._written)
+
+    def _planner_writes(
+        self, chosen: list[tuple[str, float, str]], snapshot: tuple[bytes, str] | None
+    ) -> bool:
+        if chosen and self.store.push(self.token, chosen) < 0:
+            return False
+        return snapshot is None or self.store.save_snapshot(self.token, *snapshot)
+
+    def _written(self, held: bool) -> None:
+        if not held:
+            self.planner.step_down("another worker holds the lease")
+
+    def _failed(self, failure: Any, batch: Exchange) -> None:
+        # Nothing of the batch is lost: it goes back in front of what came since.
+        self.outbox.events[:0] = batch.events
+        self.outbox.acks[:0] = batch.acks
+        self.outbox.plain[:0] = batch.plain
+        self.outbox.rejected[:0] = batch.rejected
+        now = time.time()
+        self._backoff = min(_MAX_BACKOFF, max(0.5, self._backoff * 2))
+        self._pause_until = now + self._backoff
+        self._inc("echo/redis/errors")
+        self._renewed_at = 0.0  # renew the leases in hand at the first chance
+        if self._down_since is None:
+            self._down_since = now
+            logger.warning("ECHO: Redis unreachable (%s); retrying with back-off",
+                           failure.getErrorMessage())  # fmt: skip
+        planner = self.planner
+        if planner.active and now - planner.renewed_at > self.runtime.config.redis_solver_lease:
+            planner.step_down("Redis unreachable for longer than the lease")

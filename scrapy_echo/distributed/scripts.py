@@ -1,0 +1,173 @@
+"""The Lua scripts behind the Redis store: each one is atomic on the server, so leases, the
+global budget and the solver lease hold across any number of workers.
+
+Stored request entries (``req`` hash) are ``"<lane>|<score>|<json>"``: the lane (``e`` for
+ECHO's own requests, ``p`` for the spider's plain ones) and the queue score travel with the
+request, so an expired lease can put it back where it was. A lease is the member
+``"<request id>|<lease number>"`` of the ``leases`` sorted set, scored by its expiry (ms):
+acknowledging an old lease after it expired and went to another worker does nothing.
+Request ids start with ``s:`` (a source), ``p:`` (a page), ``r:`` (a filtered plain request)
+or ``u:`` (``dont_filter``); pages and filtered requests are remembered in ``done`` for the
+dupefilter's time to live.
+"""
+
+NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
+
+# KEYS: queue, plainq, req, leases, budget, served, counters
+# ARGV: want, lease_ms, rate (requests/s, 0: no limit), burst (requests), plain_share
+LEASE = (
+    NOW
+    + """
+local expired = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 500)
+for _, member in ipairs(expired) do
+  redis.call('ZREM', KEYS[4], member)
+  local rid = string.match(member, '^(.*)|[^|]*$')
+  local stored = rid and redis.call('HGET', KEYS[3], rid)
+  if stored then
+    local lane, score = string.match(stored, '^(%a)|([^|]*)|')
+    redis.call('ZADD', lane == 'p' and KEYS[2] or KEYS[1], tonumber(score) or 0, rid)
+    redis.call('HINCRBY', KEYS[7], 'reclaimed', 1)
+  end
+end
+local want = tonumber(ARGV[1])
+local rate = tonumber(ARGV[3])
+local tokens = 0
+if rate > 0 then
+  local burst = tonumber(ARGV[4])
+  local bucket = redis.call('HMGET', KEYS[5], 'tokens', 'ts')
+  local ts = tonumber(bucket[2]) or now
+  tokens = math.min(burst, (tonumber(bucket[1]) or burst) + math.max(0, now - ts) * rate / 1000)
+  want = math.min(want, math.floor(tokens))
+end
+local share = tonumber(ARGV[5])
+local served = redis.call('HMGET', KEYS[6], 'e', 'p')
+local se, sp = tonumber(served[1]) or 0, tonumber(served[2]) or 0
+local out = {}
+local n = 0
+while n < want do
+  local echo_left = redis.call('ZCARD', KEYS[1]) > 0
+  local plain_left = redis.call('ZCARD', KEYS[2]) > 0
+  local key
+  if plain_left and (sp <= share * (se + sp) or not echo_left) then
+    key = KEYS[2]
+  elseif echo_left then
+    key = KEYS[1]
+  else
+    break
+  end
+  local rid = redis.call('ZPOPMIN', key, 1)[1]
+  local stored = redis.call('HGET', KEYS[3], rid)
+  if stored then
+    local member = rid .. '|' .. redis.call('HINCRBY', KEYS[7], 'lease_seq', 1)
+    redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), member)
+    table.insert(out, member)
+    table.insert(out, string.match(stored, '^%a|[^|]*|(.*)$'))
+    if key == KEYS[2] then sp = sp + 1 else se = se + 1 end
+    n = n + 1
+  end
+end
+if rate > 0 then
+  redis.call('HSET', KEYS[5], 'tokens', tostring(tokens - n), 'ts', tostring(now))
+end
+redis.call('HSET', KEYS[6], 'e', se, 'p', sp)
+return out
+"""
+)
+
+# KEYS: queue, plainq, req, done, solver
+# ARGV: token ('' for a worker's plain requests), then rid, lane, score, json per request
+PUSH = """
+if ARGV[1] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[1] then
+  return -1
+end
+local added = 0
+for i = 2, #ARGV, 4 do
+  local rid, lane = ARGV[i], ARGV[i + 1]
+  if not redis.call('ZSCORE', KEYS[4], rid) and redis.call('HEXISTS', KEYS[3], rid) == 0 then
+    redis.call('HSET', KEYS[3], rid, lane .. '|' .. ARGV[i + 2] .. '|' .. ARGV[i + 3])
+    redis.call('ZADD', lane == 'p' and KEYS[2] or KEYS[1], tonumber(ARGV[i + 2]), rid)
+    added = added + 1
+  end
+end
+return added
+"""
+
+# KEYS: leases, req, done, counters; ARGV: done_ttl_ms, then lease members
+ACK = (
+    NOW
+    + """
+local acked = 0
+for i = 2, #ARGV do
+  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
+    local rid = string.match(ARGV[i], '^(.*)|[^|]*$')
+    redis.call('HDEL', KEYS[2], rid)
+    local kind = string.sub(rid, 1, 2)
+    if kind == 'p:' or kind == 'r:' then
+      redis.call('ZADD', KEYS[3], now, rid)
+    end
+    acked = acked + 1
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[1]))
+redis.call('HINCRBY', KEYS[4], 'acked', acked)
+return acked
+"""
+)
+
+# KEYS: leases; ARGV: lease_ms, then lease members still in this worker's hands
+RENEW = (
+    NOW
+    + """
+local renewed = 0
+for i = 2, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[i])
+    renewed = renewed + 1
+  end
+end
+return renewed
+"""
+)
+
+# KEYS: solver, counters, solver_log; ARGV: token, lease_ms. Returns the new term, or 0.
+ACQUIRE = (
+    NOW
+    + """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 0
+end
+local term = redis.call('HINCRBY', KEYS[2], 'solver_term', 1)
+redis.call('RPUSH', KEYS[3], term .. ' ' .. ARGV[1] .. ' ' .. now)
+return term
+"""
+)
+
+# KEYS: solver; ARGV: token, lease_ms. 1 if still held (and extended), else 0.
+RENEW_SOLVER = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+# KEYS: solver; ARGV: token
+RELEASE_SOLVER = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+# KEYS: solver, snapshot, events; ARGV: token, state, last applied event id
+SAVE_SNAPSHOT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[2], 'state', ARGV[2], 'event', ARGV[3])
+redis.call('XTRIM', KEYS[3], 'MINID', ARGV[3])
+return 1
+"""

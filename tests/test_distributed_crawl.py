@@ -1,0 +1,234 @@
+"""Distributed mode end to end: real ``scrapy crawl`` workers on one real redis-server, against
+the local news site, killed with SIGKILL, cut off from Redis, and fed hostile queue entries."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from tests.crawling import PROJECT, crawl, crawl_command, crawl_env
+from tests.local_site import LocalNewsSite, Section
+
+pytestmark = pytest.mark.slow
+
+RATE = 8.0
+FAST = {
+    "ECHO_RESOLVE_INTERVAL": 1,
+    "ECHO_CLICK_PUSH_PERIOD": 1,
+    "ECHO_CLICK_BIN": 0.5,
+    "ECHO_CLICK_BINS": 40,
+    "ECHO_CRAWL_RATE": RATE,
+    "ECHO_REDIS_LEASE_TIMEOUT": 3,
+    "ECHO_REDIS_SOLVER_LEASE": 1.5,
+    "ECHO_REDIS_SNAPSHOT_INTERVAL": 1,
+    "ECHO_REDIS_PREFETCH": 2,
+    "LOG_LEVEL": "INFO",
+}
+# Twelve sections publishing 5.3 stories/s between them, under a budget of 8 requests/s:
+# enough work that no worker idles, and hubs long enough that no story leaves a hub before it
+# is recrawled. Then every story published is one the budget allows: each one missing is lost.
+PERIODS = [0.5, 1, 1.5, 2, 3, 4, 6, 8, 10, 12, 16, 20]
+SECTIONS = {f"s{i}": Section(period=p, hub_items=500) for i, p in enumerate(PERIODS)}
+
+
+class Workers:
+    """``scrapy crawl monitor`` processes sharing one Redis."""
+
+    def __init__(self, tmp_path: Path, settings: dict[str, Any]) -> None:
+        self.tmp_path = tmp_path
+        self.settings = settings
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.killed = 0
+        self._logs: list[Any] = []
+
+    def start(self) -> subprocess.Popen[bytes]:
+        n = len(self.procs)
+        log = open(self.tmp_path / f"worker-{n}.log", "wb")  # noqa: SIM115 (closed in stop)
+        self._logs.append(log)
+        proc = subprocess.Popen(
+            crawl_command(self.tmp_path / f"stats-{n}.json", self.settings),
+            cwd=PROJECT,
+            env=crawl_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def live(self) -> list[subprocess.Popen[bytes]]:
+        return [proc for proc in self.procs if proc.poll() is None]
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        self.killed += 1
+
+    def stop(self) -> list[int]:
+        """Stop the live workers as a user does (Ctrl-C) and wait for a clean exit."""
+        live = self.live()
+        for proc in live:
+            proc.send_signal(signal.SIGINT)
+        codes = [proc.wait(timeout=60) for proc in live]
+        for log in self._logs:
+            log.close()
+        return codes
+
+    def stats(self) -> list[dict[str, Any]]:
+        files = sorted(self.tmp_path.glob("stats-*.json"))
+        return [json.loads(path.read_text()) for path in files]
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text(errors="replace") for p in self.tmp_path.glob("worker-*.log"))
+
+
+@pytest.fixture
+def site() -> Iterator[LocalNewsSite]:
+    site = LocalNewsSite(SECTIONS).start()
+    yield site
+    site.stop()
+
+
+def settings_for(site: LocalNewsSite, url: str) -> dict[str, Any]:
+    return {
+        **FAST,
+        "REDIS_URL": url,
+        "ECHO_REDIS_KEY_PREFIX": f"t{uuid.uuid4().hex[:8]}",
+        "ECHO_SOURCES": ",".join(site.hub_url(name) for name in SECTIONS),
+    }
+
+
+def lost_stories(site: LocalNewsSite, url: str, prefix: str, until: float) -> list[str]:
+    """Stories that were on their hub at a crawl of it (after its first crawl, which only
+    records what is there, and before ``until``) and were neither fetched nor are still
+    known to Redis: queued, in the planner's saved state, or in a hub crawl reported after
+    that state was saved (the next planner applies it)."""
+    client = redis.Redis.from_url(url)
+    queued = b"".join(client.hvals(f"{prefix}:monitor:req"))
+    queued += client.hget(f"{prefix}:monitor:snapshot", "state") or b""
+    queued += b"".join(fields[b"d"] for _, fields in client.xrange(f"{prefix}:monitor:events"))
+    lost = []
+    for name in SECTIONS:
+        crawls = [t for t, path in site.hit_log if path == f"/s/{name}/" and t < until]
+        for index in range(site.published(name, crawls[0]), site.published(name, crawls[-1])):
+            path = f"/a/{name}/{index}.html"
+            if path not in site.first_fetch and (site.url + path).encode() not in queued:
+                lost.append(path)
+    return lost
+
+
+def request_rate(site: LocalNewsSite, start: float, end: float) -> float:
+    return sum(1 for t, _ in site.hit_log if start <= t < end) / (end - start)
+
+
+def planner_pid(url: str, prefix: str) -> int | None:
+    token = redis.Redis.from_url(url).get(f"{prefix}:monitor:solver")
+    return int(token.decode().split(":")[1]) if token else None
+
+
+def test_three_workers_killed_again_and_again_lose_nothing(tmp_path, site, redis_url):
+    settings = settings_for(site, redis_url)
+    prefix = settings["ECHO_REDIS_KEY_PREFIX"]
+    workers = Workers(tmp_path, settings)
+    for _ in range(3):
+        workers.start()
+    time.sleep(6)  # start-up: the first planner takes its lease, the hubs are first read
+    steady_from = time.time()
+    for round_ in range(6):  # every 4 s a kill -9: the planner every other time
+        pid = planner_pid(redis_url, prefix) if round_ % 2 == 0 else None
+        victims = [p for p in workers.live() if p.pid == pid] or workers.live()[:1]
+        workers.kill(victims[0])
+        workers.start()
+        time.sleep(4)
+    time.sleep(6)  # leases of the killed run out (3 s); their requests are crawled
+    steady_to = time.time()
+    codes = workers.stop()
+    assert codes == [0, 0, 0], workers.logs()[-3000:]
+    assert workers.killed == 6
+
+    lost = lost_stories(site, redis_url, prefix, steady_to)
+    fetched = len(site.first_fetch)
+    assert fetched > 100
+    assert lost == [], f"{len(lost)} stories lost ({fetched} fetched)"
+
+    rate = request_rate(site, steady_from, steady_to)
+    assert 0.9 * RATE <= rate <= 1.1 * RATE, rate
+
+    client = redis.Redis.from_url(redis_url)
+    terms = [line.split() for line in client.lrange(f"{prefix}:monitor:solver_log", 0, -1)]
+    assert len({token for _, token, _ in terms}) == len(terms) >= 4  # the planner was killed
+    solves = [int(line.split()[0]) for line in client.lrange(f"{prefix}:monitor:solves", 0, -1)]
+    assert len(solves) > 10
+    assert solves == sorted(solves), "a planner re-solved after its successor took over"
+
+
+def test_redis_outage_makes_workers_wait_not_crash_or_lose(tmp_path, site, redis_server):
+    settings = settings_for(site, redis_server.url)
+    prefix = settings["ECHO_REDIS_KEY_PREFIX"]
+    workers = Workers(tmp_path, settings)
+    workers.start()
+    workers.start()
+    time.sleep(6)
+    redis_server.pause()
+    time.sleep(10)
+    assert len(workers.live()) == 2, workers.logs()[-3000:]
+    redis_server.resume()
+    resumed = time.time()
+    time.sleep(10)
+    until = time.time()
+    assert workers.stop() == [0, 0], workers.logs()[-3000:]
+    assert request_rate(site, resumed + 3, until) > 0.5 * RATE  # crawling again
+    assert sum(s.get("echo/redis/errors", 0) for s in workers.stats()) > 0  # it was noticed
+    assert "Redis is back" in workers.logs()
+    lost = lost_stories(site, redis_server.url, prefix, until)
+    assert lost == [], f"{len(lost)} stories lost"
+
+
+class RunsCode:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_hostile_and_malformed_queue_entries_are_refused_and_counted(tmp_path, site, redis_url):
+    settings = {**settings_for(site, redis_url), "CLOSESPIDER_TIMEOUT": 6}
+    keys = f"{settings['ECHO_REDIS_KEY_PREFIX']}:monitor"
+    marker = tmp_path / "pickle-ran"
+    client = redis.Redis.from_url(redis_url)
+    planted = {
+        "p:pickle": b"e|1|" + pickle.dumps(RunsCode(str(marker))),
+        "p:garbage": b"e|2|{not json",
+        "p:callback": b'e|3|{"url": "http://127.0.0.1:1/", "callback": "no_such_method"}',
+        "p:class": b'e|4|{"url": "http://127.0.0.1:1/", "_class": "subprocess.Popen"}',
+    }
+    for score, (rid, entry) in enumerate(planted.items()):
+        client.hset(f"{keys}:req", rid, entry)
+        client.zadd(f"{keys}:queue", {rid: score})
+    client.xadd(f"{keys}:events", {"d": b"\x80\x04garbage"})
+    client.xadd(f"{keys}:events", {"d": json.dumps({"e": "crawl", "url": "ftp://x/", "t": 1})})
+    client.xadd(f"{keys}:events", {"d": json.dumps({"e": "rm -rf"})})
+    client.rpush(f"{keys}:sources", "javascript:alert(1)", site.hub_url("world"))
+    client.hset(f"{keys}:snapshot", mapping={"state": pickle.dumps({}), "event": "0-0"})
+
+    run = crawl(tmp_path, settings)
+    assert run.returncode == 0, run.log[-3000:]
+    stats = run.stats
+    rejected = {k: v for k, v in stats.items() if k.startswith("echo/redis/rejected/")}
+    for kind in ("pickle", "not_json", "bad_callback", "bad_class", "event_not_json",
+                 "bad_url", "unknown_event", "bad_source", "snapshot"):  # fmt: skip
+        assert rejected.get(f"echo/redis/rejected/{kind}", 0) >= 1, (kind, rejected)
+    assert not marker.exists()  # the pickle was never loaded
+    assert client.hmget(f"{keys}:req", list(planted)) == [None] * len(planted)  # removed
+    assert stats["echo/pages/crawled"] > 5  # and the crawl went on

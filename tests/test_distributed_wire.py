@@ -1,0 +1,147 @@
+"""Requests and state as data: what goes into Redis comes back the same, and a hostile entry
+is refused without running anything."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+import scrapy
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scrapy_echo.distributed import codec
+from scrapy_echo.distributed.wire import InvalidPayload, decode_request, encode_request
+from scrapy_echo.model.learning import SourceLearner
+
+
+class Spider(scrapy.Spider):
+    name = "wire"
+
+    def parse(self, response: Any) -> Any:
+        return []
+
+    def parse_article(self, response: Any) -> Any:
+        return []
+
+
+def own_callback(response: Any) -> Any:
+    return []
+
+
+SPIDER = Spider()
+
+
+def test_request_round_trip_keeps_what_scrapy_needs() -> None:
+    request = scrapy.Request(
+        "http://a.test/x?q=1",
+        callback=SPIDER.parse_article,
+        method="POST",
+        body=b"\x00\xffbinary",
+        headers={"If-None-Match": '"v1"'},
+        meta={"echo": {"kind": "page", "window": [1.0, 2.0]}},
+        priority=3,
+        dont_filter=True,
+    )
+    back = decode_request(encode_request(request, SPIDER, own_callback), SPIDER, own_callback)
+    assert (back.url, back.method, back.body, back.priority) == (
+        request.url,
+        "POST",
+        request.body,
+        3,
+    )
+    assert back.callback == SPIDER.parse_article and back.dont_filter
+    assert back.headers[b"If-None-Match"] == b'"v1"'
+    assert back.meta["echo"] == {"kind": "page", "window": [1.0, 2.0]}
+    source = scrapy.Request("http://a.test/", callback=own_callback)
+    assert (
+        decode_request(encode_request(source, SPIDER, own_callback), SPIDER, own_callback).callback
+        is own_callback
+    )
+
+
+def test_request_with_non_json_meta_cannot_be_stored() -> None:
+    request = scrapy.Request("http://a.test/", meta={"when": object()})
+    with pytest.raises(ValueError, match="not JSON"):
+        encode_request(request, SPIDER, own_callback)
+
+
+class Boom:
+    def __reduce__(self) -> Any:
+        return (print, ("pickle ran",))
+
+
+@pytest.mark.parametrize(
+    ("payload", "kind"),
+    [
+        (pickle.dumps({"url": "http://a.test/"}), "pickle"),
+        (pickle.dumps(Boom()), "pickle"),
+        (b"not json", "not_json"),
+        (b"[1, 2]", "not_object"),
+        (b'{"url": "http://a.test/", "evil": 1}', "unknown_field"),
+        (b'{"url": "file:///etc/passwd"}', "bad_field"),
+        (b'{"url": "http://a.test/", "_class": "os.system"}', "bad_class"),
+        (b'{"url": "http://a.test/", "callback": "__init__"}', "bad_callback"),
+        (b'{"url": "http://a.test/", "callback": "no_such_method"}', "bad_callback"),
+        (b'{"url": "http://a.test/", "errback": "_private"}', "bad_callback"),
+        (b'{"url": "http://a.test/", "headers": {"a": "b"}}', "bad_field"),
+        (b'{"url": "http://a.test/", "body": "%%%"}', "bad_field"),
+        (b'{"url": "http://a.test/", "method": "GET /x"}', "bad_field"),
+        (b'{"url": "http://a.test/", "priority": "high"}', "bad_field"),
+        (b"{" + b" " * (1 << 20) + b"}", "too_large"),
+    ],
+)
+def test_hostile_or_malformed_payloads_are_refused(payload: bytes, kind: str, capsys) -> None:
+    with pytest.raises(InvalidPayload) as refused:
+        decode_request(payload, SPIDER, own_callback)
+    assert refused.value.kind == kind
+    assert "pickle ran" not in capsys.readouterr().out
+
+
+def test_state_codec_round_trips_a_learner() -> None:
+    learner = SourceLearner(3)
+    learner.record_crawl(0, 0.0, 0)
+    learner.record_crawl(0, 100.0, 3)
+    learner.add_page("http://a/1", source=0, appeared=50.0, crawled=100.0)
+    learner.add_clicks(["http://a/1", "http://a/2"], [120.0, 130.0], [2.0, 1.0])
+    before = learner.estimates(5000.0)
+    back = codec.loads(codec.dumps(learner))
+    after = back.estimates(5000.0)
+    for field in ("link_rate", "profit", "decay"):
+        np.testing.assert_array_equal(getattr(before, field), getattr(after, field))
+    assert back.pending_clicks == learner.pending_clicks == 1  # the click of a/2 waits
+
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.integers() | st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(values)
+def test_codec_round_trips_plain_values(value: Any) -> None:
+    back = codec.loads(codec.dumps(value))
+    assert repr(back) == repr(value)  # repr: nan == nan, and tuple stays tuple
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x80\x04K\x01.",
+        b'{"$": "obj", "cls": "Popen", "v": {"$": "dict", "v": []}}',
+        b'{"$": "nd", "dtype": "object", "shape": [1], "data": ""}',
+        b'{"$": "nd", "dtype": "float64", "shape": [3], "data": "AAAA"}',
+        b'{"a": 1}',
+        b'{"$": "float", "v": "1e999"}',
+    ],
+)
+def test_codec_refuses_what_it_did_not_write(data: bytes) -> None:
+    with pytest.raises(codec.CodecError):
+        codec.loads(data)

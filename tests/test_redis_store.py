@@ -1,0 +1,103 @@
+"""The Redis store's atomic scripts against a real redis-server: leases, acks, the global
+budget, the planner's lease and its fenced writes."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+import redis
+
+from scrapy_echo.distributed.store import Exchange, RedisStore
+
+OPTIONS = {"lease_ms": 300, "rate": 0.0, "burst": 1.0, "plain_share": 0.5, "done_ttl_ms": 60_000}
+
+
+@pytest.fixture
+def store(redis_url: str) -> RedisStore:
+    return RedisStore(redis.Redis.from_url(redis_url), f"test:{uuid.uuid4().hex}")
+
+
+def lease(store: RedisStore, want: int, **options: float) -> list[tuple[str, bytes]]:
+    return store.exchange(Exchange(want=want), **{**OPTIONS, **options})  # type: ignore[arg-type]
+
+
+def test_leased_request_returns_when_its_lease_expires_and_an_old_ack_does_nothing(store):
+    store.acquire_solver("A", 5000)
+    assert store.push("A", [("p:1", 1.0, '{"n":1}'), ("p:2", 2.0, '{"n":2}')]) == 2
+    first = lease(store, 1)
+    assert [payload for _, payload in first] == [b'{"n":1}']  # queue order kept
+    time.sleep(0.4)  # the lease (300 ms) runs out: the request is back, under a new lease
+    again = lease(store, 2)
+    assert sorted(payload for _, payload in again) == [b'{"n":1}', b'{"n":2}']
+    assert store.counters()["reclaimed"] == 1
+    # The first worker's late ack must not remove the request from its new holder.
+    store.exchange(Exchange(acks=[first[0][0]]), **OPTIONS)  # type: ignore[arg-type]
+    assert store.client.zcard(store.keys["leases"]) == 2
+    store.exchange(Exchange(acks=[m for m, _ in again]), **OPTIONS)  # type: ignore[arg-type]
+    assert store.client.zcard(store.keys["leases"]) == 0
+    assert store.client.hlen(store.keys["req"]) == 0
+    # Done pages are remembered: the planner cannot queue them again.
+    assert store.push("A", [("p:1", 3.0, "{}")]) == 0
+
+
+def test_renewed_lease_is_not_reclaimed(store):
+    store.acquire_solver("A", 5000)
+    store.push("A", [("s:1", 1.0, "{}")])
+    ((member, _),) = lease(store, 1)
+    for _ in range(4):
+        time.sleep(0.15)
+        store.exchange(Exchange(renew=[member]), **OPTIONS)  # type: ignore[arg-type]
+    assert lease(store, 1) == []  # 600 ms after the lease, still held: nothing to lease
+    assert store.counters().get("reclaimed", 0) == 0
+
+
+def test_global_budget_grants_at_the_rate_whoever_asks(store, redis_url):
+    store.acquire_solver("A", 5000)
+    store.push("A", [(f"p:{i}", float(i), "{}") for i in range(400)])
+    # Three workers, each with its own connection, asking as fast as they can.
+    clients = [RedisStore(redis.Redis.from_url(redis_url), store.prefix) for _ in range(3)]
+    granted, started = 0, time.monotonic()
+    while time.monotonic() - started < 2.0:
+        for client in clients:
+            granted += len(lease(client, 10, rate=50.0, burst=5.0))
+        time.sleep(0.01)
+    elapsed = time.monotonic() - started
+    assert 0.85 * 50 * elapsed <= granted <= 50 * elapsed + 5 + 1, granted
+
+
+def test_plain_requests_get_their_share_and_are_deduplicated(store):
+    store.acquire_solver("A", 5000)
+    store.push("A", [(f"p:{i}", float(i), "{}") for i in range(10)])
+    plain = [(f"r:{i % 5}", float(i), '{"plain":true}') for i in range(10)]  # 5 distinct
+    store.exchange(Exchange(plain=plain), **OPTIONS)  # type: ignore[arg-type]
+    assert store.client.zcard(store.keys["plainq"]) == 5
+    got = lease(store, 8, plain_share=0.25)
+    assert sum(payload == b'{"plain":true}' for _, payload in got) == 2  # a quarter of 8
+
+
+def test_planner_lease_is_exclusive_and_writes_are_fenced(store):
+    assert store.acquire_solver("A", 300) == 1
+    assert store.acquire_solver("B", 300) == 0
+    assert store.push("B", [("p:1", 1.0, "{}")]) == -1
+    assert not store.save_snapshot("B", b"state", "0-0")
+    time.sleep(0.4)  # A stalls past its lease: B takes over with a new term
+    assert store.acquire_solver("B", 300) == 2
+    assert store.push("A", [("p:1", 1.0, "{}")]) == -1
+    held, _, _, _ = store.poll("A", 300, "0-0", 10)
+    assert not held
+    assert store.save_snapshot("B", b"state", "0-0")
+    assert store.load_snapshot() == (b"state", "0-0")
+
+
+def test_events_are_read_after_the_snapshot_and_trimmed_up_to_it(store):
+    store.acquire_solver("A", 5000)
+    events = [f'{{"n":{i}}}' for i in range(5)]
+    store.exchange(Exchange(events=events), **OPTIONS)  # type: ignore[arg-type]
+    _, read, _, _ = store.poll("A", 5000, "0-0", 3)
+    assert [raw for _, raw in read] == [b'{"n":0}', b'{"n":1}', b'{"n":2}']
+    assert store.save_snapshot("A", b"s", read[-1][0])
+    _, rest, _, _ = store.poll("A", 5000, read[-1][0], 10)
+    assert [raw for _, raw in rest] == [b'{"n":3}', b'{"n":4}']
+    assert store.client.xlen(store.keys["events"]) <= 3  # trimmed to the snapshot's event
