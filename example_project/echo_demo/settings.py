@@ -34,6 +34,18 @@ ECHO_SAME_SITE = True  # default True
 ECHO_MAX_LINKS_PER_SOURCE = 2000  # default 2000
 ECHO_DEBUG = False  # default False
 
+# Distributed mode: set REDIS_URL and run `scrapy crawl news` on as many workers as you like
+# (docs/distributed.rst). The demo runs on one machine, so these stay at their defaults.
+# REDIS_URL = "redis://localhost:6379/0"
+ECHO_REDIS_KEY_PREFIX = "echo"  # default "echo"
+ECHO_REDIS_LEASE_TIMEOUT = 60.0  # default 60 s
+ECHO_REDIS_SOLVER_LEASE = 15.0  # default 15 s
+ECHO_REDIS_SNAPSHOT_INTERVAL = 10.0  # default 10 s
+ECHO_REDIS_PREFETCH = 4  # default 4
+ECHO_REDIS_QUEUE_AHEAD = 2.0  # default 2 s
+ECHO_REDIS_DUPEFILTER_TTL = 7 * 86400.0  # default 7 days
+ECHO_REDIS_POLL_INTERVAL = 0.1  # default 0.1 s
+
 ROBOTSTXT_OBEY = False  # the embedded site has no robots.txt
 CONCURRENT_REQUESTS = 8
 TELNETCONSOLE_ENABLED = False
