@@ -62,7 +62,7 @@ def page_requests(n: int) -> list[scrapy.Request]:
                     "discovered": 1e9 + i,
                 }
             },
-        )  # fmt: skip
+        )
         for i in range(n)
     ]
 
