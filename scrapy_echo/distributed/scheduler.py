@@ -29,6 +29,7 @@ import uuid
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from scrapy.settings import BaseSettings
@@ -244,8 +245,9 @@ class DistributedScheduler(EchoScheduler):
             batch.renew = list(self.in_flight)
         solves = self.planner.new_solves(now)
         work: Deferred[Any] = self.io.run(self._trip, batch, now, solves)
-        work.addCallback(self._received)
-        work.addErrback(self._failed, batch)
+        # _failed handles a failed round trip only: a bug in handling its reply must not look
+        # like one (the batch would be sent twice).
+        work.addCallbacks(self._received, self._failed, errbackArgs=(batch,))
         work.addErrback(self._bug)
         work.addBoth(self._next_round)
 
@@ -259,15 +261,26 @@ class DistributedScheduler(EchoScheduler):
     ) -> tuple[list[tuple[str, bytes]], Any]:
         """On the Redis thread: the worker's exchange, then the planner's part."""
         leased = self.store.exchange(batch, **self._exchange_options())
+        try:
+            return leased, self._planner_trip(now, solves)
+        except redis.RedisError as exc:
+            # The worker's part went through; the planner's is retried next round.
+            return leased, ("error", exc)
+
+    def _planner_trip(self, now: float, solves: list[str]) -> Any:
         planner = self.planner
         if not planner.active and planner.try_acquire(now):
-            return leased, ("took_over", self.store.load_snapshot())
+            try:
+                return "took_over", self.store.load_snapshot()
+            except redis.RedisError:
+                planner.term = 0  # not planning without the state; the lease runs out
+                raise
         if planner.active:
             polled = self.store.poll(
                 self.token, planner.lease_ms(), planner.last_event, _EVENTS_PER_ROUND, solves
             )
-            return leased, ("poll", polled)
-        return leased, None
+            return "poll", polled
+        return None
 
     def _received(self, result: tuple[list[tuple[str, bytes]], Any]) -> Deferred[None] | None:
         leased, planner_part = result
@@ -294,6 +307,11 @@ class DistributedScheduler(EchoScheduler):
 
     def _plan(self, what: str, detail: Any) -> Deferred[None] | None:
         planner, now = self.planner, time.time()
+        if what == "error":
+            self._inc("echo/redis/errors")
+            if planner.active and now - planner.renewed_at > self.runtime.config.redis_solver_lease:
+                planner.step_down(f"Redis unreachable for longer than the lease ({detail})")
+            return None
         if what == "took_over":
             planner.take_over(detail)
             self._inc("echo/redis/planner_terms")
@@ -308,7 +326,8 @@ class DistributedScheduler(EchoScheduler):
         snapshot = planner.snapshot(now) if planner.snapshot_due(now) else None
         if not chosen and snapshot is None:
             return None
-        return self.io.run(self._planner_writes, chosen, snapshot).addCallback(self._written)
+        writes: Deferred[Any] = self.io.run(self._planner_writes, chosen, snapshot)
+        return writes.addCallbacks(self._written, self._writes_failed)
 
     def _planner_writes(
         self, chosen: list[tuple[str, float, str]], snapshot: tuple[bytes, str] | None
@@ -320,6 +339,13 @@ class DistributedScheduler(EchoScheduler):
     def _written(self, held: bool) -> None:
         if not held:
             self.planner.step_down("another worker holds the lease")
+
+    def _writes_failed(self, failure: Any) -> None:
+        # The pages just chosen left the in-memory frontier but may not be queued: drop this
+        # state. The next planner (maybe this worker again) reloads the last saved state and
+        # replays the events since, which finds them again.
+        self._inc("echo/redis/errors")
+        self.planner.step_down(f"queueing failed ({failure.getErrorMessage()})")
 
     def _failed(self, failure: Any, batch: Exchange) -> None:
         # Nothing of the batch is lost: it goes back in front of what came since.
