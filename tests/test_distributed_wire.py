@@ -145,3 +145,44 @@ def test_codec_round_trips_plain_values(value: Any) -> None:
 def test_codec_refuses_what_it_did_not_write(data: bytes) -> None:
     with pytest.raises(codec.CodecError):
         codec.loads(data)
+
+
+def test_planner_state_round_trips_through_a_snapshot() -> None:
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_echo.distributed.snapshot import dump_state, load_state
+    from scrapy_echo.runtime import EchoRuntime
+
+    crawler = get_crawler(Spider, {"ECHO_SOURCES": ["http://a.test/", "http://b.test/"]})
+    crawler.spider = SPIDER
+    runtime = EchoRuntime.of(crawler)
+    state = runtime.state
+    for url in ("http://a.test/", "http://b.test/"):
+        state.add_source(url)
+    state.source_crawled(0, 100.0, ["http://a.test/old"])
+    new = state.source_crawled(0, 200.0, ["http://a.test/old", "http://a.test/new"])
+    assert new == ["http://a.test/new"]
+    state.sources[0].etag = '"v1"'
+    page = runtime.page_request("http://a.test/new", {"kind": "page", "source": 0})
+    state.frontier.push(0, page, appeared=150.0, discovered=200.0)
+    state.page_crawled("http://a.test/seen", 0, 120.0, 130.0)
+
+    def encode(request: scrapy.Request) -> str:
+        return encode_request(request, SPIDER, own_callback)
+
+    def decode(payload: str) -> scrapy.Request:
+        return decode_request(payload, SPIDER, own_callback)
+
+    data, skipped = dump_state(runtime, encode)
+    back, refused = load_state(runtime, data, decode)
+    assert (skipped, refused) == (0, 0)
+    assert [s.url for s in back.sources] == ["http://a.test/", "http://b.test/"]
+    assert back.sources[0].etag == '"v1"' and back.sources[0].crawls == 2
+    assert back.seen == state.seen
+    np.testing.assert_array_equal(back.last_crawl, state.last_crawl)
+    waiting = back.frontier.pop(0)
+    assert waiting.page.url == "http://a.test/new" and waiting.appeared == 150.0
+    # The restored state goes on as the original would: the old link stays old.
+    assert back.source_crawled(0, 300.0, ["http://a.test/old", "http://a.test/3"]) == [
+        "http://a.test/3"
+    ]
