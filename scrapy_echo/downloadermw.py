@@ -55,11 +55,10 @@ class EchoDownloaderMiddleware(EchoComponent):
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         echo: Any = request.meta.get("echo")
-        if isinstance(exception, IgnoreRequest) or not isinstance(echo, dict):
-            return
-        if echo.get("kind") == "source":
+        ignored = isinstance(exception, IgnoreRequest)  # offsite, robots.txt: not a failure
+        if not ignored and isinstance(echo, dict) and echo.get("kind") == "source":
             self._failed(str(echo.get("url", request.url)), request, type(exception).__name__)
-        # The request is finished (retries are done before it gets here).
+        # The request is finished either way (retries are done before it gets here).
         self.runtime.done(request)
 
     def _failed(self, url: str, request: Request, why: str) -> None:

@@ -62,6 +62,8 @@ _REDIS_PARAMS = {
     "retry": Retry(NoBackoff(), 0),
 }
 _MAX_BACKOFF = 10.0
+# A request in hand for this many lease timeouts without being reported done is let go.
+_FORGOTTEN_AFTER = 10
 
 
 def redis_client(settings: BaseSettings) -> Any:
@@ -240,8 +242,10 @@ class DistributedScheduler(EchoScheduler):
         self._inc("echo/redis/rounds")
         batch, self.outbox = self.outbox, Exchange()
         batch.want = max(0, self.runtime.config.redis_prefetch - len(self.buffer))
-        if now - self._renewed_at > self.runtime.config.redis_lease_timeout / 3:
+        lease = self.runtime.config.redis_lease_timeout
+        if now - self._renewed_at > lease / 3:
             self._renewed_at = now
+            self._let_go(now - _FORGOTTEN_AFTER * lease)
             batch.renew = list(self.in_flight)
         solves = self.planner.new_solves(now)
         work: Deferred[Any] = self.io.run(self._trip, batch, now, solves)
@@ -250,6 +254,15 @@ class DistributedScheduler(EchoScheduler):
         work.addCallbacks(self._received, self._failed, errbackArgs=(batch,))
         work.addErrback(self._bug)
         work.addBoth(self._next_round)
+
+    def _let_go(self, before: float) -> None:
+        """Stop renewing leases of requests handed out before ``before`` and never reported
+        done (a path that dropped them unseen): their leases expire and they are crawled
+        again, rather than held for good."""
+        for member in [m for m, handed in self.in_flight.items() if handed < before]:
+            del self.in_flight[member]
+            self._inc("echo/redis/leases_let_go")
+            logger.warning("ECHO request %s never finished; its lease is let go", member)
 
     def _bug(self, failure: Any) -> None:
         # A bug here must not end the round trips: the crawl would stall silently.
