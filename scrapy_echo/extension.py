@@ -1,9 +1,15 @@
-"""Extension: every ``ECHO_RESOLVE_INTERVAL`` seconds, fold in the click feed and re-solve.
+"""Extension: every ``ECHO_RESOLVE_INTERVAL`` seconds, fold in the click feed and re-solve;
+every ``ECHO_LOG_INTERVAL`` seconds, one status line.
 
 Each round reads what the click feed files gained since the last round (``ECHO_CLICK_FEED``,
 tailed across rotations), hands the rows to the learner (which attributes each click to its
 page's source and age, and refits ``P, μ`` at most every ``ECHO_CLICK_PUSH_PERIOD``), refreshes
 ``λ``, re-solves the intervals, logs one summary line and sets the ``echo/`` stats.
+
+The status line, like Scrapy's LogStats, says what the scheduler is doing: sources scheduled
+(kept by the plan) and idle, new pages waiting, the request rate against the budget, ``ω``
+(the value a crawl must bring), and pages dropped as not worth a crawl. Every figure is also a
+stat.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ class EchoExtension(EchoComponent):
         runtime.feeds = [ClickFeedReader(feed)] if feed is not None else []
         self._invalid_seen: dict[tuple[int, str], int] = {}
         self._loop: LoopingCall | None = None
+        self._status_loop: LoopingCall | None = None
+        self._responses_then = (0, 0.0)  # responses counted, and when, at the last status
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -45,10 +53,52 @@ class EchoExtension(EchoComponent):
         self._loop = LoopingCall(self.resolve)
         # The scheduler made the first plan when it opened.
         self._loop.start(self.runtime.config.resolve_interval, now=False)
+        self._responses_then = (0, self.runtime.clock())
+        self._status_loop = LoopingCall(self.log_status)
+        self._status_loop.start(self.runtime.config.log_interval, now=False)
 
     def spider_closed(self) -> None:
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
+        for loop in (self._loop, self._status_loop):
+            if loop is not None and loop.running:
+                loop.stop()
+
+    def log_status(self) -> dict[str, float]:
+        """Log the status line and set its stats; returns its figures."""
+        figures = self.status()
+        stats = self.crawler.stats
+        if stats is not None:
+            for key, value in figures.items():
+                stats.set_value(f"echo/status/{key}", value)
+        logger.info(
+            "ECHO: %d sources scheduled, %d idle; %d new pages waiting; %.2f requests/s of a "
+            "budget of %.2f; omega %.3g; %d pages dropped as not worth a crawl",
+            figures["scheduled"], figures["idle"], figures["waiting"], figures["rate"],
+            figures["budget"], figures["omega"], figures["dropped"],
+        )  # fmt: skip
+        return figures
+
+    def status(self) -> dict[str, float]:
+        runtime, now = self.runtime, self.runtime.clock()
+        plan = runtime.policy.plan
+        kept = int(plan.kept.sum()) if runtime.holds_state else 0
+        sources = len(runtime.state.sources) if runtime.holds_state else 0
+        # This worker's responses since the last line (the whole crawl on one machine).
+        stats = self.crawler.stats
+        responses = int(stats.get_value("response_received_count", 0)) if stats else 0
+        before, then = self._responses_then
+        self._responses_then = (responses, now)
+        rate = (responses - before) / (now - then) if now > then else 0.0
+        if runtime.transport is not None and runtime.holds_state:
+            rate = runtime.throughput.rate(now) or 0.0  # the planner sees every worker's
+        return {
+            "scheduled": kept,
+            "idle": max(0, sources - kept),
+            "waiting": len(runtime.state.frontier),
+            "rate": rate,
+            "budget": runtime.crawl_rate(),
+            "omega": float(plan.omega) if runtime.holds_state else 0.0,
+            "dropped": int(getattr(runtime.policy, "dropped_pages", 0)),
+        }
 
     def resolve(self) -> None:
         if not self.runtime.holds_state:

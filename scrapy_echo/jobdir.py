@@ -97,6 +97,7 @@ class Checkpointer:
             "frontier": frontier,
             "plain": plain,
             "feeds": self.runtime.feed_state(),
+            "history": state.history,
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(self.path, pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL))
@@ -134,6 +135,7 @@ class Checkpointer:
         state.last_crawl[:] = snapshot["last_crawl"]
         state.seen = snapshot["seen"]
         state.crawled_pages = snapshot["crawled_pages"]
+        state.history = snapshot.get("history", [])
         state.learner = snapshot["learner"]
         for source, encoded, appeared, discovered in snapshot["frontier"]:
             request = request_from_dict(encoded, spider=spider)

@@ -98,6 +98,13 @@ class EchoRuntime:
         budget = self.crawl_rate()
         plan = self.policy.replan(estimates, budget)
         self.solves += 1
+        self.state.record(
+            now,
+            budget=budget,
+            omega=plan.omega,
+            kept=int(plan.kept.sum()),
+            dropped=int(getattr(self.policy, "dropped_pages", 0)),
+        )
         stats = self.crawler.stats
         if stats is not None:
             stats.set_value("echo/solver/solves", self.solves)

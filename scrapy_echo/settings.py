@@ -38,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_SAME_SITE": True,  # default link extractor keeps links of the source's site only
     "ECHO_MAX_LINKS_PER_SOURCE": 2000,  # links read from one source response
     "ECHO_DEBUG": False,  # log every decision and every new page
+    "ECHO_LOG_INTERVAL": 60.0,  # s between ECHO's status lines (and stats)
     # Distributed mode (on when REDIS_URL is set; see docs/distributed.rst)
     "ECHO_REDIS_KEY_PREFIX": "echo",  # keys are <prefix>:<spider name>:<name>
     "ECHO_REDIS_LEASE_TIMEOUT": 60.0,  # s a leased request is held without renewal
@@ -71,6 +72,7 @@ class EchoConfig:
     same_site: bool
     max_links_per_source: int
     debug: bool
+    log_interval: float
     redis_key_prefix: str
     redis_lease_timeout: float
     redis_solver_lease: float
@@ -109,6 +111,7 @@ class EchoConfig:
             same_site=get.flag("ECHO_SAME_SITE"),
             max_links_per_source=get.integer("ECHO_MAX_LINKS_PER_SOURCE"),
             debug=get.flag("ECHO_DEBUG"),
+            log_interval=get.number("ECHO_LOG_INTERVAL"),
             redis_key_prefix=get.text("ECHO_REDIS_KEY_PREFIX"),
             redis_lease_timeout=get.number("ECHO_REDIS_LEASE_TIMEOUT"),
             redis_solver_lease=get.number("ECHO_REDIS_SOLVER_LEASE"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,8 @@ from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.settings import EchoConfig
 from scrapy_echo.urls import canonical_url
+
+HISTORY_LIMIT = 500
 
 
 def fingerprint(url: str) -> int:
@@ -50,6 +53,9 @@ class CrawlState:
     source_ids: dict[str, int] = field(default_factory=dict)  # canonical URL -> id
     seen: set[int] = field(default_factory=set)  # fingerprints of every link seen on a source
     crawled_pages: int = 0
+    # One sample per re-solve (see :meth:`record`), for reports: thinned to every other one
+    # when it passes HISTORY_LIMIT, so a long crawl keeps its whole span at a coarser grain.
+    history: list[dict[str, Any]] = field(default_factory=list)
     _last_crawl: FloatArray = field(default_factory=lambda: np.full(0, np.nan))
 
     def __post_init__(self) -> None:
@@ -139,6 +145,24 @@ class CrawlState:
         status.crawls += 1
         status.failures = 0
         return fetched
+
+    # -- history --------------------------------------------------------------------------
+    def record(self, now: float, **figures: Any) -> None:
+        """A history sample at ``now``: the counters so far (per-source new links included)
+        and the ``figures`` given (budget, ω, ...)."""
+        self.history.append(
+            {
+                "t": now,
+                "source_crawls": sum(s.crawls for s in self.sources),
+                "page_crawls": self.crawled_pages,
+                "new_links": np.array([s.new_links for s in self.sources], dtype=np.int64),
+                "clicks_caught": self.learner.clicks_caught,
+                "waiting": len(self.frontier),
+                **figures,
+            }
+        )
+        if len(self.history) > HISTORY_LIMIT:
+            self.history = self.history[::2]
 
     # -- pages ----------------------------------------------------------------------------
     def page_crawled(self, page: str, source: int, appeared: float, crawled: float) -> None:

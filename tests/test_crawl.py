@@ -49,6 +49,7 @@ def test_new_pages_found_and_busy_source_recrawled_more_than_dead_one(tmp_path, 
             "ECHO_SOURCES": f"{site.hub_url('busy')},{site.hub_url('dead')}",
             "ECHO_CRAWL_RATE": 5,
             "CLOSESPIDER_TIMEOUT": 8,
+            "ECHO_LOG_INTERVAL": 1,
         },
     )
     assert run.returncode == 0, run.log[-3000:]
@@ -62,6 +63,11 @@ def test_new_pages_found_and_busy_source_recrawled_more_than_dead_one(tmp_path, 
     assert busy_hub > 1.5 * dead_hub, (busy_hub, dead_hub)  # BFS would split them evenly
     # The dead hub answers its recrawls with 304s: crawls that cost next to nothing.
     assert run.stats.get("echo/sources/not_modified", 0) >= 1
+    # The status line's figures are stats too (the last line's, a second before the end).
+    assert run.stats["echo/status/budget"] == 5
+    assert 2.5 <= run.stats["echo/status/rate"] <= 6.0
+    assert run.stats["echo/status/scheduled"] + run.stats["echo/status/idle"] == 2
+    assert "ECHO: " in run.log and "requests/s of a budget of 5.00" in run.log
 
 
 def test_rate_budget_is_kept(tmp_path, site_factory):

@@ -39,6 +39,7 @@ def dump_state(runtime: EchoRuntime, encode: Callable[[Request], str]) -> tuple[
         "learner": state.learner,
         "frontier": frontier,
         "feeds": runtime.feed_state(),
+        "history": state.history,
     }
     return codec.dumps(snapshot), skipped
 
@@ -59,6 +60,7 @@ def load_state(
         state.last_crawl[:] = snapshot["last_crawl"]
         state.seen = {int(mark) for mark in snapshot["seen"]}
         state.crawled_pages = int(snapshot["crawled_pages"])
+        state.history = list(snapshot.get("history", []))
         state.learner = snapshot["learner"]
         state.learner.grow(len(state.sources))
         refused = 0

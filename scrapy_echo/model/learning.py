@@ -58,6 +58,8 @@ class SourceLearner:
         Most such clicks kept at once; the oldest are dropped first.
     """
 
+    clicks_caught: float = 0.0  # (a default for learners saved before it existed)
+
     def __init__(
         self,
         sources: int,
@@ -80,6 +82,7 @@ class SourceLearner:
         self._pending: OrderedDict[Hashable, list[tuple[float, float]]] = OrderedDict()
         self._pending_rows = 0
         self.dropped_clicks = 0  # rows never matched to a crawled page
+        self.clicks_caught = 0.0  # clicks of crawled pages: the profit the crawl caught
         self._sources = sources
         self._fit: DecayFit | None = None
         self._clicks_changed = True
@@ -122,6 +125,7 @@ class SourceLearner:
             self._pending_rows -= len(waiting)
             ts, counts = zip(*waiting, strict=True)
             self.clicks.add_clicks([page] * len(waiting), ts, counts)
+            self.clicks_caught += float(sum(counts))
             self._clicks_changed = True
 
     def add_clicks(
@@ -131,6 +135,7 @@ class SourceLearner:
         pages, ts, counts = list(pages), list(ts), list(counts)
         unknown = self.clicks.add_clicks(pages, ts, counts)
         self._clicks_changed = self._clicks_changed or len(unknown) < len(pages)
+        self.clicks_caught += float(sum(counts)) - float(sum(counts[i] for i in unknown))
         for i in unknown:
             self._pending.setdefault(pages[i], []).append((ts[i], counts[i]))
         self._pending_rows += len(unknown)
