@@ -119,9 +119,7 @@ class Checkpointer:
         if self.path is None or not self.path.exists():
             return False
         try:
-            snapshot = pickle.loads(self.path.read_bytes())
-            if snapshot.get("version") != FORMAT_VERSION:
-                raise ValueError(f"format version {snapshot.get('version')!r}")
+            snapshot = read_checkpoint(self.path)
         except Exception as exc:
             # Keep the file for inspection; a fresh start beats refusing to run a monitor.
             aside = self.path.with_name(f"{self.path.name}.unreadable-{int(time.time())}")
@@ -150,6 +148,15 @@ class Checkpointer:
             len(state.frontier),
         )
         return True
+
+
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    """The saved state in ``path`` (a file this module wrote in the user's own job directory;
+    ``ValueError`` if it is of another format version)."""
+    snapshot: dict[str, Any] = pickle.loads(path.read_bytes())
+    if snapshot.get("version") != FORMAT_VERSION:
+        raise ValueError(f"format version {snapshot.get('version')!r}")
+    return snapshot
 
 
 def _encode(request: Request, spider: Spider) -> dict[str, Any] | None:

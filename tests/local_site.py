@@ -137,7 +137,9 @@ def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
                 site.hits[path] += 1
                 site.hit_log.append((time.time(), path))
             hub, article = _HUB.match(path), _ARTICLE.match(path)
-            if hub and hub.group(1) in site.sections:
+            if path == "/":
+                self._front()
+            elif hub and hub.group(1) in site.sections:
                 self._hub(hub.group(1))
             elif article and article.group(1) in site.sections:
                 self._article(path, article.group(1), int(article.group(2)))
@@ -158,6 +160,18 @@ def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
             nav = "".join(f'<a href="/s/{other}/">{other}</a> ' for other in site.sections)
             items = "".join(f'<li><a href="/a/{name}/{i}.html">story {i}</a></li>' for i in latest)
             self._send(200, f"<html><body><nav>{nav}</nav><ul>{items}</ul></body></html>", etag)
+
+        def _front(self) -> None:
+            """Sections, the newest story of each, and a feed link: a main page."""
+            nav = "".join(f'<a href="/s/{name}/">{name}</a> ' for name in site.sections)
+            newest = "".join(
+                f'<li><a href="/a/{name}/{site.published(name) - 1}.html">top {name}</a></li>'
+                for name in site.sections
+                if site.published(name)
+            )
+            feed = '<link rel="alternate" type="application/rss+xml" href="/feed.xml">'
+            self._send(200, f"<html><head>{feed}</head><body><nav>{nav}</nav>"
+                            f"<ul>{newest}</ul></body></html>")  # fmt: skip
 
         def _article(self, path: str, name: str, index: int) -> None:
             if index >= site.published(name):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -70,6 +71,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=40.0, help="s before scoring (40)")
     parser.add_argument("--out", default="demo-results", help="logs and scores (demo-results)")
     parser.add_argument("--log-level", default="INFO", help="of the crawls' log files (INFO)")
+    parser.add_argument("--jobdir", default=None,
+                        help="JOBDIR of the ECHO crawl, for `scrapy echo-report` (default: "
+                             "<out>/echo-jobdir)")  # fmt: skip
     args = parser.parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -82,7 +86,11 @@ def main() -> None:
         f"crawling for {args.seconds:g} s (ECHO and the baseline side by side) ...", file=sys.stderr
     )
     started = time.monotonic()
-    echo_run = start_crawl("news", args, {"ECHO_CRAWL_RATE": args.rate, "ECHO_CLICK_FEED": feed})
+    jobdir = Path(args.jobdir) if args.jobdir else out / "echo-jobdir"
+    shutil.rmtree(jobdir, ignore_errors=True)  # a fresh crawl, not a resumed one
+    echo_run = start_crawl(
+        "news", args, {"ECHO_CRAWL_RATE": args.rate, "ECHO_CLICK_FEED": feed, "JOBDIR": jobdir}
+    )
     baseline_run = start_crawl(
         "baseline",
         args,
@@ -102,6 +110,8 @@ def main() -> None:
           f"{args.rate:g} requests/s; articles published {args.warmup:g}-{args.seconds - 5:g} s "
           "into the crawl are scored).")  # fmt: skip
     (out / "demo.json").write_text(json.dumps(rows, indent=2))
+    print(f"\nECHO's state is in {jobdir}; for plots and an HTML report of it:\n"
+          f"  scrapy echo-report --jobdir {jobdir} --out {out / 'report'}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,0 +1,2 @@
+"""Scrapy commands (registered as ``scrapy.commands`` entry points): ``echo-report`` and
+``echo-discover``."""

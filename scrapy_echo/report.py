@@ -1,0 +1,209 @@
+"""What a crawl's saved state says: a summary, five plots and a one-page HTML report.
+
+Reads the state a crawl saved (``JOBDIR/echo-state.pickle``, or the planner's state in Redis),
+re-solves the schedule from its estimates with the last budget it used, and draws:
+
+- ``intervals.png``: each source's recrawl interval against its value (``λP``, clicks per
+  second of new pages): the solver's answer at a glance;
+- ``new_links.png``: new links found through time, in all and for the ten busiest sources;
+- ``estimates.png``: ``λ``, ``P`` and ``μ`` per source, sorted;
+- ``profit.png``: clicks caught (clicks of crawled pages) through time;
+- ``budget.png``: the crawls of each re-solve period, split between sources and new pages.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scrapy_echo.model.plan import Estimates, Plan
+from scrapy_echo.model.policies import make_policy
+
+PLOTS = ("intervals", "new_links", "estimates", "profit", "budget")
+
+
+@dataclass
+class Report:
+    snapshot: dict[str, Any]
+    estimates: Estimates
+    plan: Plan
+    budget: float
+
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: dict[str, Any], *, policy: str, budget: float | None
+    ) -> Report:
+        """Re-solve the saved state: with ``budget``, else the last one the crawl used."""
+        history = snapshot.get("history") or []
+        if budget is None:
+            budget = float(history[-1]["budget"]) if history else 1.0
+        estimates = snapshot["learner"].estimates(float(snapshot["saved_at"]))
+        plan = make_policy(policy).replan(estimates, budget)
+        return cls(snapshot, estimates, plan, budget)
+
+    # -- figures ---------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        sources = self.snapshot["sources"]
+        kept = int(self.plan.kept.sum())
+        return {
+            "sources": len(sources),
+            "scheduled": kept,
+            "idle": len(sources) - kept,
+            "budget": self.budget,
+            "omega": float(self.plan.omega),
+            "source_crawls": sum(s.crawls for s in sources),
+            "page_crawls": int(self.snapshot["crawled_pages"]),
+            "new_links": sum(s.new_links for s in sources),
+            "waiting": len(self.snapshot["frontier"]),
+            "clicks_caught": float(getattr(self.snapshot["learner"], "clicks_caught", 0.0)),
+            "saved_at": float(self.snapshot["saved_at"]),
+            "samples": len(self.snapshot.get("history") or []),
+        }
+
+    def summary_text(self) -> str:
+        s = self.summary()
+        saved = dt.datetime.fromtimestamp(s["saved_at"], dt.timezone.utc)
+        return (
+            f"ECHO report: {s['sources']} sources ({s['scheduled']} scheduled, {s['idle']} "
+            f"idle), budget {s['budget']:g} requests/s, omega {s['omega']:.4g}\n"
+            f"crawls: {s['source_crawls']} of sources, {s['page_crawls']} of new pages; "
+            f"{s['new_links']} new links; {s['waiting']} pages waiting; "
+            f"{s['clicks_caught']:.1f} clicks caught\n"
+            f"state saved {saved:%Y-%m-%d %H:%M:%S} UTC, {s['samples']} history samples"
+        )
+
+    def source_rows(self) -> list[dict[str, Any]]:
+        """Per source: URL, estimates, interval (``inf``: not scheduled), counters."""
+        est, plan = self.estimates, self.plan
+        return [
+            {
+                "url": status.url,
+                "link_rate": float(est.link_rate[i]),
+                "profit": float(est.profit[i]),
+                "decay": float(est.decay[i]),
+                "value": float(est.link_rate[i] * est.profit[i]),
+                "interval": float(plan.intervals[i]) if plan.kept[i] else math.inf,
+                "crawls": status.crawls,
+                "new_links": status.new_links,
+            }
+            for i, status in enumerate(self.snapshot["sources"])
+        ]
+
+    # -- output ----------------------------------------------------------------------------
+    def write(self, out: Path) -> list[Path]:
+        """The plots and ``report.html`` in ``out``; returns the files written."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib import pyplot as plt
+
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name in PLOTS:
+            figure = plt.figure(figsize=(7, 4.2) if name != "estimates" else (11, 3.6))
+            getattr(self, f"_plot_{name}")(figure)
+            figure.tight_layout()
+            path = out / f"{name}.png"
+            figure.savefig(path, dpi=90)
+            plt.close(figure)
+            written.append(path)
+        page = out / "report.html"
+        page.write_text(self._html(), encoding="utf-8")
+        return [*written, page]
+
+    def _plot_intervals(self, figure: Any) -> None:
+        ax = figure.add_subplot()
+        rows = self.source_rows()
+        value = np.array([r["value"] for r in rows])
+        interval = np.array([r["interval"] for r in rows])
+        kept = np.isfinite(interval) & (value > 0)
+        ax.loglog(value[kept], interval[kept], "o", ms=4, label="scheduled")
+        idle = ~np.isfinite(interval) & (value > 0)
+        if idle.any():
+            top = interval[kept].max() * 2 if kept.any() else 1.0
+            ax.loglog(value[idle], np.full(idle.sum(), top), "x", label="idle (not scheduled)")
+        ax.set(xlabel="source value λP (clicks/s of new pages)", ylabel="interval (s)",
+               title="Recrawl interval vs source value")  # fmt: skip
+        ax.legend()
+
+    def _history(self, key: str) -> tuple[np.ndarray[Any, Any], list[Any]]:
+        history = self.snapshot.get("history") or []
+        t0 = history[0]["t"] if history else 0.0
+        return np.array([h["t"] - t0 for h in history]), [h[key] for h in history]
+
+    def _plot_new_links(self, figure: Any) -> None:
+        ax = figure.add_subplot()
+        t, per_source = self._history("new_links")
+        if per_source:
+            n = len(per_source[-1])
+            table = np.array([np.pad(np.asarray(row), (0, n - len(row))) for row in per_source])
+            ax.plot(t, table.sum(axis=1), "k-", lw=2, label="all sources")
+            sources = self.snapshot["sources"]
+            for i in np.argsort(table[-1])[::-1][:10]:
+                if table[-1, i] > 0:
+                    ax.plot(t, table[:, i], lw=1, label=sources[i].url[-40:])
+            ax.legend(fontsize=6)
+        ax.set(xlabel="seconds since the first sample", ylabel="new links (cumulative)",
+               title="New links per source through time")  # fmt: skip
+
+    def _plot_estimates(self, figure: Any) -> None:
+        est = self.estimates
+        labels = ("λ: new links/s", "P: clicks per page", "μ: click decay (1/s)")
+        columns = (est.link_rate, est.profit, est.decay)
+        for k, (values, label) in enumerate(zip(columns, labels, strict=True)):
+            ax = figure.add_subplot(1, 3, k + 1)
+            shown = np.sort(values[np.isfinite(values) & (values > 0)])[::-1]
+            ax.semilogy(np.arange(shown.size), shown, ".")
+            ax.set(xlabel="sources, sorted", title=label)
+
+    def _plot_profit(self, figure: Any) -> None:
+        ax = figure.add_subplot()
+        t, clicks = self._history("clicks_caught")
+        ax.plot(t, clicks, "-")
+        ax.set(xlabel="seconds since the first sample", ylabel="clicks caught (cumulative)",
+               title="Profit caught through time")  # fmt: skip
+
+    def _plot_budget(self, figure: Any) -> None:
+        ax = figure.add_subplot()
+        t, sources = self._history("source_crawls")
+        _, pages = self._history("page_crawls")
+        if len(t) > 1:
+            ax.stackplot(t[1:], np.diff(sources), np.diff(pages), labels=["sources", "new pages"])
+            ax.legend()
+        ax.set(xlabel="seconds since the first sample", ylabel="crawls per re-solve period",
+               title="Budget split: sources vs new pages")  # fmt: skip
+
+    def _html(self) -> str:
+        s = self.summary()
+        facts = "".join(
+            f"<tr><th>{html.escape(k)}</th><td>{html.escape(_fmt(v))}</td></tr>"
+            for k, v in s.items()
+        )
+        rows = sorted(self.source_rows(), key=lambda r: -r["value"])[:25]
+        head = "".join(f"<th>{k}</th>" for k in rows[0]) if rows else ""
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r.values()) + "</tr>"
+            for r in rows
+        )
+        images = "".join(f'<p><img src="{name}.png" alt="{name}"></p>' for name in PLOTS)
+        text = html.escape(self.summary_text())
+        return (
+            "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>ECHO report</title>"
+            "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
+            "td,th{padding:2px 8px;text-align:left;font-size:13px}</style></head><body>"
+            f"<h1>ECHO report</h1><pre>{text}</pre><table>{facts}</table>{images}"
+            f"<h2>Most valuable sources</h2><table><tr>{head}</tr>{body}</table>"
+            "</body></html>\n"
+        )
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "never" if math.isinf(value) else f"{value:.4g}"
+    return str(value)
