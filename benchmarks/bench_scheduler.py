@@ -49,6 +49,9 @@ def page_requests(count: int, sources: int) -> list[Request]:
 
 
 def crawler_with_spider(settings: dict[str, Any]) -> Any:
+    # No download handlers: nothing is downloaded, and without a reactor some handlers
+    # (aiohttp's, when installed) log an error when built.
+    settings = {"DOWNLOAD_HANDLERS": {"http": None, "https": None}, **settings}
     crawler = get_crawler(BenchSpider, settings)
     crawler.spider = crawler._create_spider()
     # Scrapy's default priority queue asks the engine's downloader for its slots.

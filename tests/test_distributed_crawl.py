@@ -8,6 +8,7 @@ import os
 import pickle
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -192,6 +193,16 @@ def test_redis_outage_makes_workers_wait_not_crash_or_lose(tmp_path, site, redis
     assert "Redis is back" in workers.logs()
     lost = lost_stories(site, redis_server.url, prefix, until)
     assert lost == [], f"{len(lost)} stories lost"
+
+    # The planner's state in Redis is what `scrapy echo-report` reads for a distributed crawl.
+    report = subprocess.run(
+        [sys.executable, "-m", "scrapy", "echo-report", "--redis", redis_server.url,
+         "--spider", "monitor", "--prefix", prefix, "--out", str(tmp_path / "report")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert f"ECHO report: {len(SECTIONS)} sources" in report.stdout
+    assert (tmp_path / "report" / "report.html").exists()
 
 
 class RunsCode:

@@ -131,7 +131,12 @@ class Planner:
                 self.runtime.throughput.add(now)
             if event["e"] in ("crawl", "304", "fail"):
                 self.outstanding.pop(source_id(event["url"]), None)
-            for request in apply_event(self.runtime, event, self.runtime.page_request):
+            try:
+                requests = apply_event(self.runtime, event, self.runtime.page_request)
+            except Exception as exc:  # well formed, yet the state cannot take it: skip it
+                self.scheduler.count_rejected("event_failed", message=f"{event_id}: {exc!r}")
+                continue
+            for request in requests:
                 echo = request.meta["echo"]
                 self.runtime.state.frontier.push(
                     echo["source"], request, appeared=echo["appeared"],
@@ -160,7 +165,8 @@ class Planner:
             rid = request_id(request)
             if rid in self.outstanding:
                 break  # the best the policy has is already on its way: wait for news
-            if rid.startswith("s:"):
+            is_source = rid.startswith("s:")
+            if is_source:
                 self.outstanding[rid] = now
             try:
                 payload = self.scheduler.encode(request)
@@ -168,7 +174,6 @@ class Planner:
                 self.scheduler.count_rejected("unencodable", message=str(exc))
                 continue
             self._seq += 1
-            is_source = rid.startswith("s:")
             self.scheduler._inc(f"echo/planner/queued/{'source' if is_source else 'page'}")
             # Queue order is decision order, except that a new page goes before every source
             # crawl already queued: new pages first, as on one machine.
