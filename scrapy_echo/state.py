@@ -23,6 +23,9 @@ from scrapy_echo.settings import EchoConfig
 from scrapy_echo.urls import canonical_url
 
 HISTORY_LIMIT = 500
+# History's per-source counts are capped at this many numbers in all (40 MB): with a million
+# sources, a few samples; with thousands, HISTORY_LIMIT.
+HISTORY_CELLS = 5_000_000
 
 
 def fingerprint(url: str) -> int:
@@ -155,14 +158,17 @@ class CrawlState:
                 "t": now,
                 "source_crawls": sum(s.crawls for s in self.sources),
                 "page_crawls": self.crawled_pages,
-                "new_links": np.array([s.new_links for s in self.sources], dtype=np.int64),
+                "new_links": np.fromiter(
+                    (s.new_links for s in self.sources), np.int64, len(self.sources)
+                ),
                 "clicks_caught": self.learner.clicks_caught,
                 "waiting": len(self.frontier),
                 **figures,
             }
         )
-        if len(self.history) > HISTORY_LIMIT:
-            self.history = self.history[::2]
+        limit = min(HISTORY_LIMIT, max(4, HISTORY_CELLS // max(1, len(self.sources))))
+        while len(self.history) > limit:
+            self.history = self.history[::-2][::-1]  # every other one, the newest kept
 
     # -- pages ----------------------------------------------------------------------------
     def page_crawled(self, page: str, source: int, appeared: float, crawled: float) -> None:

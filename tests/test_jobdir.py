@@ -72,7 +72,22 @@ def test_checkpoint_round_trip(tmp_path) -> None:
     assert restored.frontier.pages()[0].page.url == "http://a.test/x"
     assert [r.url for r in second.plain] == ["http://a.test/plain"]
     assert second.runtime.feeds[0].read() == []  # the feed resumes where it was
+    # The history for reports goes on: the first run's opening sample, then this run's, with
+    # the new link found in between.
+    assert [sample["new_links"].tolist() for sample in restored.history] == [[0, 0], [1, 0]]
     second.close("shutdown")
+
+
+def test_history_is_thinned_keeping_its_span_and_newest_sample(tmp_path) -> None:
+    from scrapy_echo.state import HISTORY_LIMIT
+
+    state = open_scheduler(str(tmp_path / "job"), str(tmp_path / "c.jsonl")).state
+    state.history.clear()
+    for t in range(3 * HISTORY_LIMIT):
+        state.record(float(t), budget=1.0)
+    times = [sample["t"] for sample in state.history]
+    assert len(times) <= HISTORY_LIMIT
+    assert times[-1] == 3 * HISTORY_LIMIT - 1 and times[0] < HISTORY_LIMIT / 2
 
 
 def test_unreadable_checkpoint_is_moved_aside(tmp_path, caplog) -> None:
