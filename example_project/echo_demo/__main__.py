@@ -110,8 +110,10 @@ def main() -> None:
           f"{args.rate:g} requests/s; articles published {args.warmup:g}-{args.seconds - 5:g} s "
           "into the crawl are scored).")  # fmt: skip
     (out / "demo.json").write_text(json.dumps(rows, indent=2))
+    scrapy = Path(sys.executable).with_name("scrapy")  # the virtualenv's, if that is where
+    command = scrapy if scrapy.exists() else "scrapy"
     print(f"\nECHO's state is in {jobdir}; for plots and an HTML report of it:\n"
-          f"  scrapy echo-report --jobdir {jobdir} --out {out / 'report'}")  # fmt: skip
+          f"  {command} echo-report --jobdir {jobdir} --out {out / 'report'}")  # fmt: skip
 
 
 if __name__ == "__main__":
