@@ -7,12 +7,16 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from scrapy_echo.model.policies import POLICIES, make_policy
+from scrapy_echo.sim.ceiling import ceiling, hindsight_estimates
 from scrapy_echo.sim.engine import SimSettings, simulate
 from scrapy_echo.sim.results import Score, score, upper_bound
+from scrapy_echo.sim.search import needed_rate
 from scrapy_echo.sim.synth import SynthParams, synthesize
 from scrapy_echo.sim.trace import Trace, load_trace, write_trace
 
@@ -30,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # -- commands ---------------------------------------------------------------------------
 def cmd_synth(args: argparse.Namespace) -> int:
-    params = SynthParams(sources=args.sources, days=args.days, seed=args.seed)
+    overrides = dict(_synth_param(spec) for spec in args.param)
+    params = replace(SynthParams(sources=args.sources, days=args.days, seed=args.seed), **overrides)
     trace = synthesize(params)
     write_trace(trace, args.out, compress=args.compress)
     summary = trace.summary()
@@ -80,32 +85,33 @@ def cmd_needed_rate(args: argparse.Namespace) -> int:
     return 0
 
 
-def needed_rate(
-    fraction: Callable[[float], float],
-    target: float,
-    *,
-    low: float,
-    high: float,
-    precision: float = 0.05,
-) -> float:
-    """The lowest rate in ``[low, high]`` whose fraction reaches ``target``, to ``precision``
-    (relative), searching on a log scale: doubling up from ``low``, then bisecting. ``inf`` if
-    even ``high`` falls short. Assumes more crawls never catch less, as the paper observes."""
-    if fraction(low) >= target:
-        return low
-    below = low
-    above = min(low * 2, high)
-    while fraction(above) < target:
-        if above >= high:
-            return math.inf
-        below, above = above, min(above * 2, high)
-    while above / below > 1 + precision:
-        middle = math.sqrt(below * above)
-        if fraction(middle) >= target:
-            above = middle
-        else:
-            below = middle
-    return above
+def cmd_ceiling(args: argparse.Namespace) -> int:
+    trace = _trace(args)
+    rates = _rates(args.rates)
+    est = hindsight_estimates(trace)
+    found = ceiling(est, rates=rates, target=args.target)
+    sources = int((est.link_rate > 0).sum())
+    print(
+        f"hindsight estimates: {len(est)} sources, {sources} with new pages, "
+        f"{float(est.link_rate.sum()):.4g} new pages/s"
+    )
+    print("\n| crawls/s | optimal schedule | bfs |\n|---|---|---|")
+    for rate, best, bfs in zip(found.rates, found.optimal, found.bfs, strict=True):
+        print(f"| {rate:g} | {best:.1%} | {bfs:.1%} |")
+    print(
+        "fractions of the model's bound (sum of lambda P), parameters fitted to the whole trace\n"
+    )
+    for name, rate in (("optimal schedule", found.optimal_needed), ("bfs", found.bfs_needed)):
+        shown = "not reached" if math.isinf(rate) else f"{rate:.4g} crawls/s"
+        print(f"{name:<17} {args.target:.0%} of the model's bound at {shown}")
+    print(f"bfs / optimal schedule: {found.ratio:.2f}")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "ceiling.json"
+        path.write_text(json.dumps(found.as_dict(), indent=2) + "\n", encoding="utf-8")
+        print(f"\nwrote {path}")
+    return 0
 
 
 # -- pieces -----------------------------------------------------------------------------
@@ -129,6 +135,30 @@ def _trace(args: argparse.Namespace) -> Trace:
     if args.trace == "synthetic":
         return synthesize(SynthParams(seed=args.seed))
     return load_trace(args.trace)
+
+
+def _synth_param(spec: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` for a field of :class:`SynthParams`, VALUE of the field's type (pairs as
+    ``LOW,HIGH``)."""
+    name, sep, text = spec.partition("=")
+    defaults = SynthParams()
+    known = sorted(f for f in defaults.as_dict() if f not in ("sources", "days", "seed"))
+    if not sep or name not in known:
+        raise ValueError(f"--param must be NAME=VALUE with NAME one of {', '.join(known)}")
+    default = getattr(defaults, name)
+    try:
+        if isinstance(default, tuple):
+            value: Any = tuple(type(default[0])(x) for x in text.split(","))
+            if len(value) != len(default):
+                raise ValueError
+        elif isinstance(default, int):
+            value = int(text)
+        else:
+            value = float(text)
+    except ValueError:
+        like = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
+        raise ValueError(f"--param {name}: expected a value like {like}, got {text!r}") from None
+    return name, value
 
 
 def _policies(spec: str) -> list[str]:
@@ -243,6 +273,14 @@ def _parser() -> argparse.ArgumentParser:
     synth.add_argument("--sources", type=int, default=3000, help="content sources (3000)")
     synth.add_argument("--days", type=float, default=21.0, help="trace length in days (21)")
     synth.add_argument("--compress", action="store_true", help="write .csv.gz files")
+    synth.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any other field of scrapy_echo.sim.synth.SynthParams (repeatable), e.g. "
+        "profit_sigma=2.0 or news_half_life_hours=6,24; see docs/simulator.rst",
+    )
     synth.set_defaults(command=cmd_synth)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -273,4 +311,19 @@ def _parser() -> argparse.ArgumentParser:
     needed.add_argument("--min-rate", type=float, default=0.01, help="crawls/s (0.01)")
     needed.add_argument("--max-rate", type=float, default=8.0, help="crawls/s (8)")
     needed.set_defaults(command=cmd_needed_rate)
+
+    bound = sub.add_parser(
+        "ceiling",
+        help="what the model allows on a trace with every source's parameters known",
+        description="Fit each source's lambda, P and mu to the whole trace (hindsight), then "
+        "print the share of the model's bound the optimal schedule and BFS catch at each rate, "
+        "and the least rates reaching --target. No replay: these are the model's expected "
+        "values, a floor for the rates policies need in needed-rate.",
+    )
+    bound.add_argument("--trace", required=True, help="trace directory, or 'synthetic'")
+    bound.add_argument("--seed", type=int, default=0, help="seed for 'synthetic' (0)")
+    bound.add_argument("--rates", default="0.05,0.1,0.2", help="crawls/s, comma separated")
+    bound.add_argument("--target", type=float, default=0.99, help="fraction (0.99)")
+    bound.add_argument("--out", help="directory to write ceiling.json to")
+    bound.set_defaults(command=cmd_ceiling)
     return parser

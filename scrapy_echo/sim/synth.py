@@ -67,10 +67,20 @@ class SynthParams:
     def __post_init__(self) -> None:
         if self.warmup_days is None:
             object.__setattr__(self, "warmup_days", self.days * 2 / 3)
-        positive = ("sources", "days", "new_pages_per_second", "rate_sigma", "profit_median")
+        positive = (
+            *("sources", "days", "new_pages_per_second", "rate_sigma", "profit_median"),
+            *("page_noise_shape", "listing_items", "sources_per_site", "click_bin"),
+        )
         for name in positive:
             if not getattr(self, name) > 0:
                 raise ValueError(f"SynthParams.{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("profit_sigma", "low_quality_factor"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"SynthParams.{name} must be >= 0, got {getattr(self, name)!r}")
+        for name in ("news_half_life_hours", "blog_half_life_hours"):
+            low, high = getattr(self, name)
+            if not 0 < low <= high:
+                raise ValueError(f"SynthParams.{name} must be 0 < low <= high, got {(low, high)!r}")
         assert self.warmup_days is not None
         if not 0 <= self.warmup_days < self.days:
             raise ValueError(
