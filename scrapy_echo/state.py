@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.estimators import ColdStart
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.model.priors import ColdStart
 from scrapy_echo.settings import EchoConfig
 from scrapy_echo.urls import canonical_url
 

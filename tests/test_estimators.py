@@ -11,12 +11,11 @@ from hypothesis import strategies as st
 
 from scrapy_echo.model.clicks import ClickHistogram
 from scrapy_echo.model.estimators import (
-    ColdStart,
     CrawlHistory,
     DecayFit,
-    apply_cold_start,
     fit_profit_decay,
 )
+from scrapy_echo.model.priors import ColdStart, apply_cold_start
 
 BIN = 1200.0
 BINS = 72
@@ -81,6 +80,56 @@ def test_bad_crawls_are_rejected() -> None:
         h.record(0, 5.0, 1)
     with pytest.raises(ValueError, match="new_links"):
         h.record(0, 20.0, -1)
+
+
+def test_long_run_rate_fades_old_crawls() -> None:
+    day = 86400.0
+    h = CrawlHistory(1, history=2, memory=day)
+    h.record(0, 0.0, 0)
+    h.record(0, day, 50)  # 50 links in the first day
+    for k in range(2, 5):  # then three quiet days
+        h.record(0, k * day, 0)
+    links, span = h.long_run()
+    # The busy day has faded by e^-3; the spans fade alike.
+    assert links[0] == pytest.approx(50 * math.exp(-3))
+    assert span[0] == pytest.approx(day * (math.exp(-3) + math.exp(-2) + math.exp(-1) + 1))
+    assert h.link_rate()[0] == 0.0  # the 2-crawl window saw nothing
+
+
+def test_window_is_shrunk_toward_the_sources_own_long_run_rate() -> None:
+    h = CrawlHistory(2, history=2)
+    for t in range(40):  # source 0: 1 link per 100 s for an hour, source 1: none
+        h.record(0, 100.0 * t, 1 if t else 0)
+        h.record(1, 100.0 * t, 0)
+    h.record(0, 4000.0, 0)  # a quiet stretch: the window drops to 1 link per 200 s
+    h.record(0, 4100.0, 0)
+    fit = DecayFit(*(np.full(2, np.nan) for _ in range(4)), np.zeros(2, bool))
+    cold = ColdStart(prior_links=4.0)
+    links, span = h.window()
+    window_only, _, _ = apply_cold_start(links, span, fit, cold)
+    lam, _, _ = apply_cold_start(links, span, fit, cold, h.long_run())
+    assert links[0] / span[0] < lam[0] < 0.01  # between the window and the long-run rate
+    assert lam[0] > window_only[0]  # the pooled prior is far lower (source 1 found nothing)
+    assert 0 < lam[1] < lam[0]
+
+
+def test_long_run_survives_persistence_and_old_states() -> None:
+    h = CrawlHistory(1, history=2)
+    for t, n in [(0.0, 0), (100.0, 5), (300.0, 1)]:
+        h.record(0, t, n)
+    back = CrawlHistory.from_dict(h.to_dict())
+    assert [a.tolist() for a in back.long_run()] == [a.tolist() for a in h.long_run()]
+    old = h.to_dict()
+    for key in ("memory", "long_links", "long_span"):
+        del old[key]
+    restored = CrawlHistory.from_dict(old)
+    assert restored.long_run()[1].tolist() == [0.0]
+    # An object restored attribute by attribute (pickle, the Redis codec) from before.
+    legacy = CrawlHistory.__new__(CrawlHistory)
+    legacy.__dict__.update({k: v for k, v in vars(h).items() if not k.startswith(("long", "mem"))})
+    legacy.record(0, 400.0, 2)
+    links, span = legacy.long_run()
+    assert links.tolist() == [2.0] and span.tolist() == [100.0]
 
 
 # -- P and μ --------------------------------------------------------------------------------
@@ -233,6 +282,30 @@ def test_cold_start_smooths_toward_pooled_priors() -> None:
     assert prof[2] == pytest.approx(prior)
     assert mu[1] == mu[2] == pytest.approx(np.median([1e-4, 2e-4]))
     assert not np.isnan(prof).any() and not np.isnan(mu).any() and (lam > 0).all()
+
+
+def test_decay_is_shrunk_toward_the_median_by_pages_and_profit_follows() -> None:
+    day = 86400.0
+    fit = DecayFit(
+        profit=np.array([10.0, 10.0, 10.0]),
+        decay=np.array([1e-5, 1e-5, 1e-4]),
+        pages=np.array([1000.0, 2.0, 50.0]),
+        residual=np.zeros(3),
+        fitted=np.ones(3, bool),
+    )
+    cold = ColdStart(prior_pages=0.0, prior_pages_decay=10.0)
+    _, prof, mu = apply_cold_start(np.zeros(3), np.zeros(3), fit, cold, horizon=day)
+    # The median fit is 1e-5: the third source moves toward it by 10 / (50 + 10) in log.
+    assert mu[0] == mu[1] == pytest.approx(1e-5)
+    assert mu[2] == pytest.approx(math.exp((50 * math.log(1e-4) + 10 * math.log(1e-5)) / 60))
+    # Its clicks within the day's horizon stay as fitted.
+    assert prof[2] * -math.expm1(-mu[2] * day) == pytest.approx(10 * -math.expm1(-1e-4 * day))
+    assert prof[2] > 10.0
+    # Without the shrinkage the fits pass through.
+    _, prof, mu = apply_cold_start(
+        np.zeros(3), np.zeros(3), fit, ColdStart(prior_pages=0.0, prior_pages_decay=0.0)
+    )
+    assert mu.tolist() == [1e-5, 1e-5, 1e-4] and prof.tolist() == [10.0] * 3
 
 
 def test_cold_start_without_any_data_uses_the_defaults() -> None:

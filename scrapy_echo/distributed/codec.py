@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from scrapy_echo.model.clicks import ClickHistogram
-from scrapy_echo.model.estimators import ColdStart, CrawlHistory, DecayFit
+from scrapy_echo.model.estimators import CrawlHistory, DecayFit
 from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.model.priors import ColdStart
 from scrapy_echo.state import SourceStatus
 
 CLASSES: dict[str, type] = {

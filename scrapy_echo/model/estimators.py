@@ -2,6 +2,10 @@
 
 - ``λ``: new links found on the last ``k`` crawls of a source divided by the time those crawls
   span (the paper: ``k`` = 7). The first crawl of a source only records what is there.
+  Past the paper: that window is shrunk toward the source's own long-run rate (all its crawls,
+  fading over ``memory`` seconds). A source worth recrawling every quarter hour has its last
+  7 crawls within two hours and two or three new links in them: alone, such a window is off
+  by a factor of two as often as not, and the schedule with it.
 - ``P, μ``: least squares of ``m_k ≈ P (e^{-μ kΔ} - e^{-μ (k+1)Δ})`` to the average clicks
   per page in each age bin over the pages that bin was observed for (from
   :class:`scrapy_echo.model.clicks.ClickHistogram`: finished, and after the crawl when the
@@ -9,7 +13,7 @@
   ``μ`` the best ``P`` is closed form, so the fit is a one-dimensional search over ``log μ``,
   vectorised over all sources: a grid, then golden-section refinement around the best grid
   point. No step size to tune.
-- Cold start: defaults for sources without data, pessimistic in ``P`` as in the paper.
+- Priors and the cold start: :mod:`scrapy_echo.model.priors`.
 """
 
 from __future__ import annotations
@@ -36,12 +40,21 @@ class CrawlHistory:
     ...     h.record(0, t, n)
     >>> float(h.link_rate()[0])  # last 2 crawls: 3 links over 300 s
     0.01
+    >>> links, span = h.long_run()  # all crawls, fading over ``memory`` (days): 8 over 400 s
+    >>> round(float(links[0] / span[0]), 4)
+    0.02
     """
 
-    def __init__(self, sources: int, *, history: int = 7) -> None:
+    def __init__(self, sources: int, *, history: int = 7, memory: float = 3 * 86400.0) -> None:
         if history < 1:
             raise ValueError(f"history must be >= 1, got {history!r}")
+        if not (math.isfinite(memory) and memory > 0):
+            raise ValueError(f"memory must be a finite number of seconds > 0, got {memory!r}")
         self.history = int(history)
+        self.memory = float(memory)
+        # New links and seconds over all crawls, each weighted e^{-age/memory}.
+        self.long_links: FloatArray = np.zeros(sources)
+        self.long_span: FloatArray = np.zeros(sources)
         size = self.history + 1  # the crawl before the window marks where it starts
         self.times: FloatArray = np.full((sources, size), np.nan)
         self.counts: NDArray[np.int64] = np.zeros((sources, size), dtype=np.int64)
@@ -53,6 +66,7 @@ class CrawlHistory:
         return int(self.filled.size)
 
     def grow(self, sources: int) -> None:
+        self._restore_long_run()
         extra = sources - self.sources
         if extra > 0:
             size = self.history + 1
@@ -60,17 +74,22 @@ class CrawlHistory:
             self.counts = np.concatenate([self.counts, np.zeros((extra, size), np.int64)])
             self.filled = np.concatenate([self.filled, np.zeros(extra, np.int64)])
             self.next = np.concatenate([self.next, np.zeros(extra, np.int64)])
+            self.long_links = np.concatenate([self.long_links, np.zeros(extra)])
+            self.long_span = np.concatenate([self.long_span, np.zeros(extra)])
 
     def record(self, source: int, time: float, new_links: int) -> None:
         """One crawl of ``source`` at ``time`` that found ``new_links`` new links."""
         if new_links < 0:
             raise ValueError(f"new_links must be >= 0, got {new_links!r}")
-        if source >= self.sources:
-            self.grow(source + 1)
+        self.grow(source + 1)
         slot = int(self.next[source])
         newest = self.times[source, (slot - 1) % (self.history + 1)]
         if self.filled[source] and time < newest:
             raise ValueError(f"crawl times of source {source} must not go back in time")
+        if self.filled[source]:
+            fade = math.exp(-(time - newest) / self.memory)
+            self.long_links[source] = self.long_links[source] * fade + new_links
+            self.long_span[source] = self.long_span[source] * fade + (time - newest)
         # The very first crawl only records what is there: none of its links count as new.
         self.counts[source, slot] = new_links if self.filled[source] else 0
         self.times[source, slot] = time
@@ -91,6 +110,18 @@ class CrawlHistory:
         known = self.filled >= 2
         return np.where(known, links, 0).astype(np.float64), np.where(known, span, 0.0)
 
+    def long_run(self) -> tuple[FloatArray, FloatArray]:
+        """New links and seconds over all crawls of each source, fading over ``memory``."""
+        self._restore_long_run()
+        return self.long_links.copy(), self.long_span.copy()
+
+    def _restore_long_run(self) -> None:
+        """Start the long-run rate from nothing in a state saved before it existed."""
+        if "long_links" not in vars(self):
+            self.memory = 3 * 86400.0
+            self.long_links = np.zeros(self.sources)
+            self.long_span = np.zeros(self.sources)
+
     def link_rate(self) -> FloatArray:
         """``λ`` per source, links over span; NaN for sources crawled fewer than twice."""
         links, span = self.window()
@@ -101,6 +132,9 @@ class CrawlHistory:
         """Plain lists, for JSON persistence."""
         return {
             "history": self.history,
+            "memory": self.memory,
+            "long_links": self.long_links.tolist(),
+            "long_span": self.long_span.tolist(),
             "times": [[None if t != t else t for t in row] for row in self.times.tolist()],
             "counts": self.counts.tolist(),
             "filled": self.filled.tolist(),
@@ -109,8 +143,12 @@ class CrawlHistory:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CrawlHistory:
-        out = cls(len(data["filled"]), history=int(data["history"]))
+        n = len(data["filled"])
+        out = cls(n, history=int(data["history"]), memory=float(data.get("memory", 3 * 86400.0)))
         if out.sources:
+            # (States saved before the long-run rate existed start it from nothing.)
+            out.long_links = np.array(data.get("long_links", [0.0] * n), dtype=np.float64)
+            out.long_span = np.array(data.get("long_span", [0.0] * n), dtype=np.float64)
             out.times = np.array(data["times"], dtype=np.float64)  # None -> nan
             out.counts = np.array(data["counts"], dtype=np.int64)
             out.filled = np.array(data["filled"], dtype=np.int64)
@@ -271,86 +309,3 @@ def _bin_shares(mu: FloatArray, starts: FloatArray, width: float) -> FloatArray:
     """Share of a page's clicks in each bin, ``e^{-μ s} (1 - e^{-μΔ})``, shape ``(*mu, bins)``."""
     mu = np.asarray(mu)[..., None]
     return np.exp(-mu * starts) * -np.expm1(-mu * width)
-
-
-@dataclass(frozen=True)
-class ColdStart:
-    """Priors for what is not known yet, so a source is neither ignored nor overrated on
-    thin evidence.
-
-    Attributes
-    ----------
-    link_rate : float
-        ``λ`` (links/s) assumed while no source has been crawled twice; afterwards the prior is
-        the pooled rate of all sources (their links over their spans).
-    prior_links : float
-        Weight of that prior, in links: ``λ = (links + prior_links) / (span + prior_links / λ₀)``.
-        A source that showed nothing new in its first hour is not thereby dead.
-    profit : float
-        ``P`` assumed while no page has click data; afterwards ``profit_pessimism`` times the
-        pooled clicks per page: pessimistic, as the paper advises, so a source is not crawled
-        often before there is feedback (``P = 0`` would never crawl it).
-    profit_pessimism : float
-        See ``profit``.
-    prior_pages : float
-        Weight of the prior ``P``, in pages: a fit from ``n`` pages becomes
-        ``(n P_fit + prior_pages P₀) / (n + prior_pages)``, so one lucky page does not put a
-        source at the top of the schedule.
-    decay : float
-        ``μ`` (1/s) while no source has a fit; afterwards their median.
-    """
-
-    link_rate: float = 1.0 / 3600.0
-    prior_links: float = 1.0
-    profit: float = 1.0
-    profit_pessimism: float = 0.5
-    prior_pages: float = 5.0
-    decay: float = math.log(2.0) / (6 * 3600.0)
-
-    def __post_init__(self) -> None:
-        for name in ("link_rate", "prior_links", "profit", "prior_pages", "decay"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"ColdStart.{name} must be finite and >= 0, got {value!r}")
-        if not 0 <= self.profit_pessimism <= 1:
-            raise ValueError(
-                f"ColdStart.profit_pessimism must be in [0, 1], got {self.profit_pessimism!r}"
-            )
-
-
-def apply_cold_start(
-    links: FloatArray, span: FloatArray, fit: DecayFit, cold: ColdStart
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """``(λ, P, μ)`` for the solver: each source's evidence, smoothed toward pooled priors.
-
-    ``links`` and ``span`` are each source's new links and the seconds they were found over
-    (:meth:`CrawlHistory.window`); ``fit`` the click fit.
-    """
-    links = np.asarray(links, dtype=np.float64)
-    span = np.asarray(span, dtype=np.float64)
-    measured = span > 0
-    pooled = float(links[measured].sum() / span[measured].sum()) if measured.any() else 0.0
-    lam_prior = pooled if pooled > 0 else cold.link_rate
-    if lam_prior > 0 and cold.prior_links > 0:
-        lam = (links + cold.prior_links) / (span + cold.prior_links / lam_prior)
-    else:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            lam = np.where(measured, links / np.where(measured, span, 1.0), lam_prior)
-
-    fitted = fit.fitted & np.isfinite(fit.profit)
-    n = np.where(fitted, fit.pages, 0.0)
-    total_pages = float(n.sum())
-    pooled_profit = (
-        float((n * np.where(fitted, fit.profit, 0.0)).sum()) / total_pages if total_pages else 0.0
-    )
-    p_prior = cold.profit_pessimism * pooled_profit if pooled_profit > 0 else cold.profit
-    prior = cold.prior_pages
-    if prior > 0:
-        prof = (n * np.where(fitted, fit.profit, 0.0) + prior * p_prior) / (n + prior)
-    else:
-        prof = np.where(fitted, fit.profit, p_prior)
-
-    has_decay = np.isfinite(fit.decay)
-    mu_prior = float(np.median(fit.decay[has_decay])) if has_decay.any() else cold.decay
-    mu = np.where(has_decay, fit.decay, mu_prior)
-    return lam, prof, mu

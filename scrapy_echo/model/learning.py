@@ -24,13 +24,12 @@ from numpy.typing import NDArray
 
 from scrapy_echo.model.clicks import ClickHistogram
 from scrapy_echo.model.estimators import (
-    ColdStart,
     CrawlHistory,
     DecayFit,
-    apply_cold_start,
     fit_profit_decay,
 )
 from scrapy_echo.model.plan import Estimates
+from scrapy_echo.model.priors import ColdStart, apply_cold_start
 
 T = TypeVar("T", bound=np.generic)
 
@@ -167,7 +166,10 @@ class SourceLearner:
             self._fitted_at = now
         fit = self._fit
         links, span = self.crawls.window()
-        lam, prof, mu = apply_cold_start(links, span, fit, self.cold)
+        horizon = self.clicks.bins * self.clicks.bin_width
+        lam, prof, mu = apply_cold_start(
+            links, span, fit, self.cold, self.crawls.long_run(), horizon=horizon
+        )
         return Estimates(lam, prof, mu)
 
     def _trim(self, now: float) -> None:

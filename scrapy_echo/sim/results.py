@@ -2,8 +2,9 @@
 
 Profit is the ECHO paper's (ECHO.md, "Quality metric"): a page crawled at ``t`` earns the
 clicks it received at ``t`` or later, from the trace's ground truth. Everything is measured
-after the warm-up: pages crawled in ``[warmup, duration)``, and, for the upper bound, pages
-created in that window and crawled the moment they appeared.
+after the warm-up: the pages created in ``[warmup, duration)``, crawled by the end of the
+trace (for the upper bound: the moment they appeared). The dynamic profit is the paper's: the
+profit of the pages crawled in each window.
 """
 
 from __future__ import annotations
@@ -64,7 +65,10 @@ def score(
     span = trace.duration - trace.warmup
     profit = page_profit(replay.crawled, trace.click_page, trace.click_ts, trace.click_count)
     inside = (replay.crawled >= trace.warmup) & (replay.crawled < trace.duration)
-    rate = float(profit[inside].sum()) / span
+    # The same pages as the bound's, those created after the warm-up: counting a backlog of
+    # older pages crawled after it could put a policy above the bound.
+    created = (trace.page_created >= trace.warmup) & (trace.page_created < trace.duration)
+    rate = float(profit[created & inside].sum()) / span
     found = (replay.discovered >= trace.warmup) & (replay.discovered < trace.duration)
     times = np.arange(trace.warmup + window, trace.duration + 1e-9, sample_every)
     if times.size == 0:  # warm-up leaves less than a window: sample what there is
