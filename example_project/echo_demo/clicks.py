@@ -13,8 +13,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-from echo_demo.site import NewsSite
 from twisted.internet.task import LoopingCall
+
+from echo_demo.site import NewsSite
 
 
 class ClickSimulator:
