@@ -142,6 +142,7 @@ def test_cli_synth_param(tmp_path: Path) -> None:
     for bad, message in [
         ("nope=1", "NAME one of"),
         ("profit_sigma=x", "expected a value like 1.5"),
+        ("profit_sigma=inf", "expected a value like 1.5"),
         ("hub_items=3", "expected a value like 10,50"),
         ("profit_sigma=-1", "profit_sigma must be >= 0"),
     ]:

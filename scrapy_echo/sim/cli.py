@@ -155,6 +155,8 @@ def _synth_param(spec: str) -> tuple[str, Any]:
             value = int(text)
         else:
             value = float(text)
+        if not all(math.isfinite(v) for v in (value if isinstance(value, tuple) else (value,))):
+            raise ValueError
     except ValueError:
         like = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
         raise ValueError(f"--param {name}: expected a value like {like}, got {text!r}") from None
