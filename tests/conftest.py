@@ -12,6 +12,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests draw the same examples on every run, so CI cannot pass or fail by chance.
+# HYPOTHESIS_PROFILE=explore draws thousands of fresh ones, to look for bugs before a change lands.
+settings.register_profile(
+    "repeatable", max_examples=80, deadline=None, derandomize=True, database=None
+)
+settings.register_profile(
+    "explore",
+    max_examples=5000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 def free_port() -> int:

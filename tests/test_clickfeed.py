@@ -9,7 +9,7 @@ import time
 from datetime import datetime, timezone
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_echo.clickfeed import ClickFeedReader, ClickRow, InvalidClickRow, parse_click
@@ -330,7 +330,6 @@ rows_strategy = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
 @given(rows=rows_strategy, cuts=st.lists(st.integers(0, 10**6), max_size=10))
 def test_reading_in_chunks_gives_the_same_rows(tmp_path_factory, rows, cuts) -> None:
     text = "".join(

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_echo.model.clicks import ClickHistogram
@@ -45,7 +45,6 @@ def direct_table(sources, appeared, crawled, clicks, now, width, bins):
     return mean, pages, cumulative
 
 
-@settings(max_examples=60, deadline=None)
 @given(
     st.integers(1, 12).flatmap(
         lambda n: st.tuples(

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_echo.model.clicks import ClickHistogram
@@ -50,7 +50,6 @@ def brute_force_rate(times: list[float], counts: list[int], history: int) -> flo
     return sum(counts[i] for i in window) / span if span > 0 else math.nan
 
 
-@settings(max_examples=80, deadline=None)
 @given(
     st.integers(1, 9),
     st.lists(st.tuples(st.floats(0.1, 1e4), st.integers(0, 50)), max_size=25),

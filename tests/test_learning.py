@@ -58,3 +58,13 @@ def test_sources_added_at_run_time() -> None:
     learner.record_crawl(4, 0.0, 0)
     assert learner.sources == 5
     assert learner.estimates(now=1.0).link_rate.size == 5
+
+
+def test_clicks_caught_counts_only_clicks_after_the_crawl() -> None:
+    """The paper's profit p_j(Δt) is the clicks a page gets after its crawl: clicks stamped
+    before it (site analytics see them) were caught by no one."""
+    learner = SourceLearner(1, bin_width=60.0, bins=10)
+    learner.add_clicks(["a"], [5.0], [4])  # before "a" is even crawled: waits
+    learner.add_page("a", source=0, appeared=0.0, crawled=30.0)
+    learner.add_clicks(["a", "a", "a"], [20.0, 30.0, 90.0], [2, 3, 5])
+    assert learner.clicks_caught == 3 + 5

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_echo.model.metric import (
@@ -24,7 +24,6 @@ def test_a_page_earns_the_clicks_at_or_after_its_crawl() -> None:
     assert profit.tolist() == [5.0, 0.0, 7.0]
 
 
-@settings(max_examples=80, deadline=None)
 @given(
     st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), min_size=1, max_size=10),
     st.lists(st.tuples(st.integers(0, 9), st.floats(0, 200), st.integers(1, 5)), max_size=40),

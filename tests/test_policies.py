@@ -163,10 +163,64 @@ def test_fixed_quota_gives_half_the_crawls_to_sources() -> None:
     assert kinds.count("source") == 50
 
 
+def test_fixed_quota_schedules_sources_the_full_budget_solve_drops() -> None:
+    """The paper's Fixed-quota: intervals solved for the sources' half of the budget alone.
+    A full-budget solve here keeps no source (each one's new pages alone exceed N); with the
+    pages paid from the other half, every source gets an interval."""
+    est = Estimates(np.array([2.0, 3.0]), np.array([1.0, 2.0]), np.array([1e-3, 1e-3]))
+    policy = make_policy("fixed-quota")
+    plan = policy.replan(est, crawl_rate=1.0)
+    assert np.isfinite(plan.intervals).all()
+    assert np.sum(1 / plan.intervals) == pytest.approx(0.5, rel=1e-6)
+    assert plan.estimates is est
+
+
+# -- echo-greedy ----------------------------------------------------------------------
+def test_greedy_ranks_sources_by_plain_average_clicks() -> None:
+    """ECHO-greedy's P is the plain average clicks per page, not the fitted P."""
+    est = Estimates(
+        np.array([0.01, 0.01]),
+        np.array([50.0, 1.0]),  # the fit says source 0
+        np.array([1e-3, 1e-3]),
+        mean_clicks=np.array([1.0, 5.0]),  # the plain averages say source 1
+    )
+    policy = make_policy("echo-greedy")
+    policy.replan(est, crawl_rate=1.0)
+    assert policy.choose(NOW, last(NOW - 100, NOW - 100), Frontier(2)) == Decision("source", 1)
+
+
+def test_learner_gives_plain_average_clicks() -> None:
+    from scrapy_echo.model.learning import SourceLearner
+
+    learner = SourceLearner(2, bin_width=60.0, bins=4, grace=0.0)
+    learner.add_page("a", source=0, appeared=0.0, crawled=0.0)
+    learner.add_page("b", source=0, appeared=0.0, crawled=0.0)
+    learner.add_clicks(["a", "a", "b"], [10.0, 70.0, 130.0], [4, 2, 6])
+    est = learner.estimates(now=1000.0)
+    assert est.mean_clicks is not None
+    assert est.mean_clicks[0] == pytest.approx(6.0)  # (4 + 2 + 6) / 2 pages
+    assert est.mean_clicks[1] == est.profit[1]  # no pages yet: the cold start
+
+
+# -- echo-paper -----------------------------------------------------------------------
+def test_echo_paper_decides_as_echo_newpages_first_built() -> None:
+    """The reference policy: the same decisions as this build's ECHO-newpages."""
+    p = plan([0.01] * 3, [1, 5, 2], [1e-3] * 3, [100, 1000, 200], omega=0.5)
+    frontier = Frontier(3)
+    frontier.push(1, "page", appeared=NOW - 60, discovered=NOW - 10)
+    times = last(NOW - 50, NOW - 400, NOW - 300)
+    decisions = {
+        name: policy_with(name, p).choose(NOW, times, frontier)
+        for name in ("echo-paper", "echo-newpages")
+    }
+    assert decisions["echo-paper"] == decisions["echo-newpages"] == Decision("page", 1)
+
+
 # -- the interface --------------------------------------------------------------------
 def test_every_named_policy_exists_and_unknown_names_fail() -> None:
     assert set(POLICIES) == {
         "echo-newpages",
+        "echo-paper",
         "echo-schedule",
         "echo-greedy",
         "bfs",

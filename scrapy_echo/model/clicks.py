@@ -1,7 +1,8 @@
 """Click histograms per source, kept up to date as clicks arrive.
 
-The fit of ``P, μ`` (ECHO.md, "Estimating the parameters") needs, per source, the average
-clicks of its new pages in each age bin, ``m_k``, over the pages whose bin ``k`` was observed:
+The fit of ``P, μ`` (docs/how-it-works.rst, "Estimating the parameters") needs, per source,
+the average clicks of its new pages in each age bin, ``m_k``, over the pages whose bin ``k``
+was observed:
 
 - finished: the page is at least ``(k+1)`` bins old (right censoring);
 - not before the crawl, when the click feed only logs clicks from the crawl on (a search
@@ -73,6 +74,8 @@ class ClickHistogram:
     ([0.0, 0.0, 3.0], [0, 0, 1])
     """
 
+    caught: float = 0.0  # (for histograms saved before it was counted)
+
     def __init__(self, *, bin_width: float = 1200.0, bins: int = 72, grace: float = 3600.0):
         if not bin_width > 0:
             raise ValueError(f"bin_width must be > 0, got {bin_width!r}")
@@ -98,6 +101,9 @@ class ClickHistogram:
         self._mature_clicks_after = np.zeros((0, self.bins))
         self._mature_pages_after = np.zeros((0, self.bins), dtype=np.int64)
         self.sees_before_crawl = False  # the feed has shown a click from before a crawl
+        # Clicks stamped at or after their page's crawl: the profit the crawl caught (the
+        # paper's p_j(Δt) counts clicks after the crawl only).
+        self.caught = 0.0
 
     @property
     def sources(self) -> int:
@@ -152,7 +158,9 @@ class ClickHistogram:
             age = stamped - self._row_appeared[r]
             k = np.floor(np.maximum(age, 0.0) / self.bin_width).astype(np.intp)
             inside = k < self.bins
-            np.add.at(self._row_clicks, (r[inside], k[inside]), np.asarray(amounts)[inside])
+            counted = np.asarray(amounts, dtype=np.float64)
+            np.add.at(self._row_clicks, (r[inside], k[inside]), counted[inside])
+            self.caught += float(np.sum(counted[stamped >= self._row_crawled[r]]))
         return unknown
 
     def table(self, now: float) -> ClickTable:

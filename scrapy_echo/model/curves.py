@@ -1,9 +1,9 @@
 """The decay curves of the ECHO model, vectorised and accurate at both ends.
 
-``g(x) = 1 - (1 + x) e^{-x}`` is the stationarity curve of the interval problem (ECHO.md):
-a source with ``a = λP/μ`` is recrawled every ``I = g⁻¹(ω / a) / μ`` seconds. ``g`` runs from
-``g(0) = 0`` (like ``x²/2``) to ``g(∞) = 1``; near 0 the direct formula cancels, so the
-Taylor series takes over there.
+``g(x) = 1 - (1 + x) e^{-x}`` is the stationarity curve of the interval problem
+(docs/how-it-works.rst, "The optimal schedule"): a source with ``a = λP/μ`` is recrawled every
+``I = g⁻¹(ω / a) / μ`` seconds. ``g`` runs from ``g(0) = 0`` (like ``x²/2``) to ``g(∞) = 1``;
+near 0 the direct formula cancels, so the Taylor series takes over there.
 """
 
 from __future__ import annotations

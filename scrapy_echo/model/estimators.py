@@ -1,4 +1,4 @@
-"""Estimating ``λ, P, μ`` per source (ECHO.md, "Estimating the parameters").
+"""Estimating ``λ, P, μ`` per source (docs/how-it-works.rst, "Estimating the parameters").
 
 - ``λ``: new links found on the last ``k`` crawls of a source divided by the time those crawls
   span (the paper: ``k`` = 7). The first crawl of a source only records what is there.

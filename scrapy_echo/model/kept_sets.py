@@ -17,7 +17,7 @@ from scrapy_echo.model.curves import g_inv
 
 if TYPE_CHECKING:
     from scrapy_echo.model.omega import Problem
-    from scrapy_echo.model.solver import IntervalSolution, Solver
+    from scrapy_echo.model.schedule import IntervalSolution, Solver
 
 _BISECTIONS = 80
 _REFINED = 4
@@ -59,6 +59,9 @@ def best_kept_set(problem: Problem, solver: Solver) -> IntervalSolution | None:
         fraction = np.where(np.isfinite(x) & (x > 0), -np.expm1(-x) / x, 0.0)
     fraction = np.where(static[None, :], 1.0, fraction)
     value = np.sum(np.where(masks, lam * prof * fraction, 0.0), axis=1)
+    value = np.maximum(
+        value, _saturated_value(omega, x, recrawl, static, masks, lam, prof, mu, scale, spare)
+    )
     # Refine the best few with the solver's own search and keep the best refined one: a set
     # whose schedule needs very long intervals can refine to less than its coarse value.
     best: IntervalSolution | None = None
@@ -69,6 +72,35 @@ def best_kept_set(problem: Problem, solver: Solver) -> IntervalSolution | None:
         if solution is not None and (best is None or solution.objective > best.objective):
             best = solution
     return best
+
+
+def _saturated_value(
+    omega: np.ndarray,
+    x: np.ndarray,
+    recrawl: np.ndarray,
+    static: np.ndarray,
+    masks: np.ndarray,
+    lam: np.ndarray,
+    prof: np.ndarray,
+    mu: np.ndarray,
+    scale: np.ndarray,
+    spare: np.ndarray,
+) -> np.ndarray:
+    """Each set's value when the crawls its sources above the margin leave go to the sources
+    at the margin (``a`` within 1e-9 of the set's ``ω``) at one shared ``x``: the saturated
+    regime, where ω cannot resolve ``x`` (the solver's fixed search does the same). A feasible
+    schedule, so taking the larger of this and the bisection's value is safe."""
+    group = recrawl & (np.abs(scale[None, :] - omega[:, None]) <= 1e-9 * omega[:, None])
+    above = recrawl & ~group & np.isfinite(x) & (x > 0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        left = spare - np.sum(np.where(above, mu / x, 0.0), axis=1)
+        shared = np.sum(np.where(group, mu, 0.0), axis=1) / left
+        fraction = np.where(shared > 0, -np.expm1(-shared) / shared, 1.0)
+        above_value = np.where(above, lam * prof * -np.expm1(-x) / x, 0.0)
+    earned = np.sum(np.where(group, lam * prof, 0.0), axis=1) * fraction
+    static_value = np.sum(np.where(masks & static[None, :], lam * prof, 0.0), axis=1)
+    value = np.sum(above_value, axis=1) + earned + static_value
+    return np.where((left > 0) & group.any(axis=1), np.nan_to_num(value, nan=0.0), 0.0)
 
 
 def _recrawl_rate(

@@ -57,8 +57,6 @@ class SourceLearner:
         Most such clicks kept at once; the oldest are dropped first.
     """
 
-    clicks_caught: float = 0.0  # (a default for learners saved before it existed)
-
     def __init__(
         self,
         sources: int,
@@ -81,11 +79,12 @@ class SourceLearner:
         self._pending: OrderedDict[Hashable, list[tuple[float, float]]] = OrderedDict()
         self._pending_rows = 0
         self.dropped_clicks = 0  # rows never matched to a crawled page
-        self.clicks_caught = 0.0  # clicks of crawled pages: the profit the crawl caught
         self._sources = sources
         self._fit: DecayFit | None = None
         self._clicks_changed = True
         self._fitted_at = -math.inf
+        self._mean_clicks: NDArray[np.float64] = np.zeros(0)
+        self._mean_known: NDArray[np.bool_] | None = None
         self.refit_every = float(refit_every)
         # The μ the fit searches: from far slower than the horizon (such curves are flat
         # there, and the fit's coverage rule keeps it from extrapolating them) to so fast
@@ -96,6 +95,12 @@ class SourceLearner:
     @property
     def sources(self) -> int:
         return self._sources
+
+    @property
+    def clicks_caught(self) -> float:
+        """Clicks on crawled pages stamped at or after their crawl: the profit the crawl
+        caught, as the paper counts it (clicks before the crawl are no one's catch)."""
+        return self.clicks.caught
 
     @property
     def pending_clicks(self) -> int:
@@ -124,7 +129,6 @@ class SourceLearner:
             self._pending_rows -= len(waiting)
             ts, counts = zip(*waiting, strict=True)
             self.clicks.add_clicks([page] * len(waiting), ts, counts)
-            self.clicks_caught += float(sum(counts))
             self._clicks_changed = True
 
     def add_clicks(
@@ -134,7 +138,6 @@ class SourceLearner:
         pages, ts, counts = list(pages), list(ts), list(counts)
         unknown = self.clicks.add_clicks(pages, ts, counts)
         self._clicks_changed = self._clicks_changed or len(unknown) < len(pages)
-        self.clicks_caught += float(sum(counts)) - float(sum(counts[i] for i in unknown))
         for i in unknown:
             self._pending.setdefault(pages[i], []).append((ts[i], counts[i]))
         self._pending_rows += len(unknown)
@@ -162,6 +165,10 @@ class SourceLearner:
                 decay_min=self.decay_min,
                 decay_max=self.decay_max,
             )
+            # ECHO-greedy's P: the plain average clicks per page, bin by bin over the pages
+            # old enough for each bin (no fit, no decay).
+            self._mean_clicks = _pad_rows(table.increments.sum(axis=1), n)
+            self._mean_known = _pad_rows(table.pages.max(axis=1, initial=0) > 0, n)
             self._clicks_changed = False
             self._fitted_at = now
         fit = self._fit
@@ -170,7 +177,9 @@ class SourceLearner:
         lam, prof, mu = apply_cold_start(
             links, span, fit, self.cold, self.crawls.long_run(), horizon=horizon
         )
-        return Estimates(lam, prof, mu)
+        known = getattr(self, "_mean_known", None)  # (learners saved before it existed)
+        mean = prof if known is None else np.where(known, self._mean_clicks, prof)
+        return Estimates(lam, prof, mu, mean)
 
     def _trim(self, now: float) -> None:
         """Drop pending clicks that are too old or too many, oldest page first."""

@@ -29,6 +29,12 @@ _JUMP_GAP = 1e-3
 _JUMP_RTOL = 1e-4
 _BRACKET_RTOL = 1e-12
 _SAMPLE_TRUST = 0.05  # largest Newton step in log ω after a sample's first guess
+_MAX_MOVE = 50.0  # largest step in log ω of any proposal
+# In the saturated regime (x past ~35) a recrawl of a source with a = λP/μ within this share of
+# the largest a is worth the same to ~1e-9; the rest are not worth one.
+_SATURATED_GROUP = 1e-9
+_SATURATED_X = 30.0  # e^{-30} ≈ 1e-13: past it, ω near a resolves x no better than this
+_DEAD_X = 50.0  # a finite x for a source not recrawled (the interval is inf regardless)
 
 
 @dataclass
@@ -128,6 +134,10 @@ class OmegaSearch:
         budget = self.problem.crawl_rate
         if members.top <= 0 or budget <= 0:  # nothing to schedule, or nothing to spend
             return self._evaluate(members, _above(max(members.top, 1.0)), fixed=fixed), True
+        if members.index.size == 0 and float(np.sum(members.static_lam)) <= budget:
+            # Only sources without decay, all affordable: the budget does not bind, so one
+            # more crawl is worth nothing (ω = 0) and no ω would spend the rest.
+            return self._all_static_kept(members), True
         sampled = False
         if near is not None and 0 < near < members.top:
             omega = near
@@ -138,7 +148,7 @@ class OmegaSearch:
         target = budget * (1 - 0.5 * self.rtol)
         # A sample's ω is within a few percent; Newton's slope, blind to the kept-set jumps,
         # can overshoot by far more, so its first steps stay within a trust region.
-        bracket = _Bracket(target, members.top, max_move=_SAMPLE_TRUST if sampled else 50.0)
+        bracket = _Bracket(target, members.top, max_move=_SAMPLE_TRUST if sampled else _MAX_MOVE)
         best: Point | None = None
         converged = False
         for _ in range(self.max_iter):
@@ -158,12 +168,52 @@ class OmegaSearch:
                 converged = True
                 break
             omega = bracket.next_omega(point)
+        if fixed and (best is None or budget - best.cost > self.rtol * budget):
+            # The budget needs x = μI past ~35 for the sources at the margin, where ω can no
+            # longer resolve x (g(x) rounds to 1): recrawls there are worth a nearly constant
+            # ``a`` each (docs/how-it-works, "the saturated regime").
+            saturated = self._saturated(members, bracket.hi)
+            if saturated is not None:
+                return saturated, True
         if best is None:
             # Just above top every source is dead (y > 1: nothing recrawled), which is always
-            # feasible. Only reached when the budget needs x = μI past ~30, where ω can no
-            # longer resolve x (g(x) rounds to 1): such a schedule is taken as "never recrawl".
+            # feasible. The Lagrangian then keeps nothing and the repair's fixed solves take
+            # the saturated regime above.
             best = self._evaluate(members, _above(members.top), fixed=fixed)
         return best, converged
+
+    def _all_static_kept(self, members: Members) -> Point:
+        static_kept = np.ones(members.static_index.size, bool)
+        cost = float(np.sum(members.static_lam))
+        empty = np.zeros(0)
+        return Point(0.0, empty, empty.astype(bool), empty.astype(bool), static_kept, cost, 0.0)
+
+    def _saturated(self, members: Members, omega: float) -> Point | None:
+        """The fixed set's schedule when the budget left at ``ω`` is tiny against the decay
+        rates of the sources at the margin (``a = λP/μ`` within 1e-9 of ``ω``).
+
+        A recrawl every ``I`` seconds with ``x = μI`` large earns ``a (1 - e^{-x}) μ/x``: about
+        ``a`` per recrawl, so the crawls the sources above the margin leave are shared by the
+        marginal ones at one ``x`` (equal marginal value). Sources below it are not recrawled.
+        """
+        pts = members.points
+        if pts.mu.size == 0:
+            return None
+        point = self._evaluate(members, omega, fixed=True)
+        scale = 1.0 / pts.inv_scale
+        group = np.abs(scale - omega) <= _SATURATED_GROUP * omega
+        above = point.alive & ~group
+        spare = self.problem.crawl_rate - float(np.sum(pts.lam))
+        spare -= float(np.sum(members.static_lam)) + float(np.sum(pts.rate[above]))
+        if not (spare > 0 and group.any()):
+            return None
+        shared_x = float(np.sum(pts.mu[group])) / spare
+        if not shared_x >= _SATURATED_X:
+            return None  # not the saturated regime: the search's answer stands
+        point.x[group] = shared_x
+        point.alive = above | group
+        point.cost = self.problem.crawl_rate
+        return point
 
     def _evaluate(self, members: Members, omega: float, *, fixed: bool) -> Point:
         self.evaluations += 1
@@ -198,7 +248,7 @@ class OmegaSearch:
         pts = members.points
         spare = budget - float(np.sum(pts.lam)) - float(np.sum(members.static_lam))
         weight = float(np.sum(pts.mu * np.sqrt(0.5 / pts.inv_scale)))
-        if spare > 0 and weight > 0:
+        if spare > 0 and 0 < weight < spare * 1e150:  # (a larger ratio squared overflows)
             guess = (weight / spare) ** 2
             if 0 < guess < top:
                 return guess
@@ -231,7 +281,7 @@ class _Bracket:
     proposal leaves the bracket, the Illinois variant of regula falsi; failing that, bisection.
     """
 
-    def __init__(self, target: float, top: float, *, max_move: float = 50.0) -> None:
+    def __init__(self, target: float, top: float, *, max_move: float = _MAX_MOVE) -> None:
         self.max_move = max_move  # largest step in log ω that Newton may take
         self.log_target = math.log(target)
         self.lo, self.hi = 0.0, top  # cost(lo) > target >= cost(hi); cost(top) = 0
@@ -295,11 +345,13 @@ class _Bracket:
         return math.sqrt(self.lo) * math.sqrt(self.hi)  # the product can underflow
 
     def _step(self, point: Point, elasticity: float) -> float:
-        """The ``ω`` where ``log cost`` reaches the target along ``elasticity``."""
+        """The ``ω`` where ``log cost`` reaches the target along ``elasticity``. A secant
+        through two evaluations sees the kept-set jumps, so it is not held to the trust region
+        that keeps Newton's jump-blind first steps near a sample's guess."""
         if not (point.cost > 0 and elasticity < 0):
             return math.nan
         move = -(math.log(point.cost) - self.log_target) / elasticity
-        return point.omega * math.exp(max(-self.max_move, min(self.max_move, move)))
+        return point.omega * math.exp(max(-_MAX_MOVE, min(_MAX_MOVE, move)))
 
     def _secant(self, a: Point, b: Point) -> float:
         ratio = a.omega / b.omega if b.omega > 0 else math.nan

@@ -20,10 +20,16 @@ class Estimates:
     link_rate: FloatArray
     profit: FloatArray
     decay: FloatArray
+    # Plain average clicks per page (ECHO-greedy's P), where the learner knows it; else P.
+    mean_clicks: FloatArray | None = None
 
     @classmethod
     def empty(cls) -> Estimates:
         return cls(np.zeros(0), np.zeros(0), np.zeros(0))
+
+    @property
+    def average_profit(self) -> FloatArray:
+        return self.profit if self.mean_clicks is None else self.mean_clicks
 
     def __len__(self) -> int:
         return int(self.link_rate.size)
@@ -79,6 +85,7 @@ class Plan:
                 np.concatenate([est.link_rate, zeros]),
                 np.concatenate([est.profit, zeros]),
                 np.concatenate([est.decay, zeros]),
+                None if est.mean_clicks is None else np.concatenate([est.mean_clicks, zeros]),
             ),
             intervals=np.concatenate([self.intervals, np.full(extra, np.inf)]),
             kept=np.concatenate([self.kept, np.zeros(extra, bool)]),

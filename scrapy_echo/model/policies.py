@@ -10,16 +10,20 @@ pages. Every re-solve period it gets fresh estimates (``λ, P, μ`` per source) 
   is worth at least ``ω`` (the value of one crawl); then the source most behind its schedule
   (largest ``τ/I``). When nothing is worth ``ω`` (the budget is below the new-link rate), the
   slot goes to whichever is worth more: the best deferred page or the best early recrawl,
-  valued by the index ``V(τ) = (λP/μ) g(μτ)`` (ECHO.md, "the same optimum as an index").
+  valued by the index ``V(τ) = (λP/μ) g(μτ)`` (docs/how-it-works.rst, "The same optimum as
+  an index").
   When the plan values nothing at all (it keeps no source), the source crawled longest ago:
   idling would leave the estimates that said so unchanged forever.
+- ``echo-paper``: ECHO-newpages exactly as first built, kept unchanged as the reference that
+  later improvements to ``echo-newpages`` are measured against.
 - ``echo-schedule``: sources strictly every ``I``; spare slots to the most recently discovered
   new pages; otherwise idle.
 - ``echo-greedy``: new pages first; then the source with the most expected profit waiting on
-  it, ``P λ τ`` (no decay, no solver).
+  it, ``P λ τ`` with ``P`` the plain average of clicks per page, as the paper has it (no
+  decay, no fit, no solver).
 - ``bfs``: new pages first; then the next source in a fixed random order.
 - ``fixed-quota``: like echo-schedule, but half of all crawls go to sources (most behind
-  schedule first) and half to new pages, whatever is due.
+  schedule first, intervals solved for that half alone) and half to new pages.
 - ``frequency``: echo-schedule with every source of equal quality (``P = 1``, one common ``μ``):
   intervals from ``λ`` alone.
 
@@ -151,8 +155,11 @@ class Policy(ABC):
         return Decision("page", int(waiting[np.argmax(frontier.head_discovered[waiting])]))
 
 
-class EchoNewPages(Policy):
-    name = "echo-newpages"
+class EchoPaper(Policy):
+    """ECHO-newpages as first built: the reference every improvement is measured against.
+    Improvements go into :class:`EchoNewPages`; this class stays as it is."""
+
+    name = "echo-paper"
     # A page worth less than this share of a crawl's value is dropped: its value only falls,
     # so it would never be crawled, and it would be weighed again at every decision.
     drop_below: ClassVar[float] = 0.01
@@ -201,6 +208,13 @@ class EchoNewPages(Policy):
         return None
 
 
+class EchoNewPages(EchoPaper):
+    """ECHO-newpages, the default: the paper's policy and every improvement past it (the
+    issues after the first build add theirs here, never to :class:`EchoPaper`)."""
+
+    name = "echo-newpages"
+
+
 class EchoSchedule(Policy):
     name = "echo-schedule"
 
@@ -241,6 +255,23 @@ class FixedQuota(Policy):
         self.source_crawls = 0
         self.page_crawls = 0
 
+    def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
+        """Intervals solved for the sources' half of the budget alone (the paper's
+        Fixed-quota): new pages are paid from the other half, so a source costs only its
+        recrawls here and every source worth anything gets a schedule."""
+        if not len(estimates):
+            return super().replan(estimates, crawl_rate)
+        # λε and P/ε keep each source's value per second (λP) and drop its pages' cost to
+        # a billionth of the budget in all.
+        total = float(np.sum(estimates.link_rate))
+        eps = 1e-9 * crawl_rate / total if total > 0 else 1.0
+        recrawls_only = Estimates(
+            estimates.link_rate * eps, estimates.profit / eps, estimates.decay
+        )
+        super().replan(recrawls_only, self.source_share * crawl_rate)
+        self.plan = replace(self.plan, estimates=estimates)
+        return self.plan
+
     def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
         plan = self._plan_for(last_crawl)
         total = self.source_crawls + self.page_crawls
@@ -268,12 +299,13 @@ class EchoGreedy(Policy):
         plan = self._plan_for(last_crawl)
         waiting = frontier.waiting_sources()
         if waiting.size:
-            return Decision("page", int(waiting[np.argmax(plan.estimates.profit[waiting])]))
+            best = np.argmax(plan.estimates.average_profit[waiting])
+            return Decision("page", int(waiting[best]))
         first = self._first_crawl(last_crawl)
         if first is not None:
             return first
         est = plan.estimates
-        waiting_profit = est.profit * est.link_rate * (now - last_crawl)
+        waiting_profit = est.average_profit * est.link_rate * (now - last_crawl)
         if not waiting_profit.size or not waiting_profit.max() > 0:
             return None
         return Decision("source", int(waiting_profit.argmax()))
@@ -319,7 +351,15 @@ def _best_early_recrawl(now: float, last_crawl: FloatArray, plan: Plan) -> tuple
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
-    for cls in (EchoNewPages, EchoSchedule, EchoGreedy, BreadthFirst, FixedQuota, Frequency)
+    for cls in (
+        EchoNewPages,
+        EchoPaper,
+        EchoSchedule,
+        EchoGreedy,
+        BreadthFirst,
+        FixedQuota,
+        Frequency,
+    )
 }
 
 

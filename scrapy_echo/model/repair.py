@@ -21,7 +21,7 @@ from scrapy_echo.model.curves import g_inv
 
 if TYPE_CHECKING:
     from scrapy_echo.model.omega import BoolArray, IntArray, Problem
-    from scrapy_echo.model.solver import IntervalSolution, Solver
+    from scrapy_echo.model.schedule import IntervalSolution, Solver
 
 # The local search runs only when the Lagrangian left at least this share of N idle: with many
 # small sources the jump is a sliver of the budget, and the refill already recovers it.

@@ -6,8 +6,8 @@ We maximise ``Σ U_i`` over the kept sources subject to ``Σ_kept (1/I_i + λ_i)
 
 For a multiplier ``ω`` (the value of one crawl) the stationary interval is
 ``I_i = g⁻¹(ω μ_i / (λ_i P_i)) / μ_i`` and the source is kept only if it pays for itself at that
-interval, ``μ_i e^{-x_i} > λ_i g(x_i)`` with ``x_i = μ_i I_i`` (ECHO.md, "where we go past the
-paper", and docs/how-it-works). Cost falls monotonically in ``ω``; a safeguarded Newton search
+interval, ``μ_i e^{-x_i} > λ_i g(x_i)`` with ``x_i = μ_i I_i`` (docs/how-it-works.rst, "Where the
+code goes past the paper"). Cost falls monotonically in ``ω``; a safeguarded Newton search
 in ``log ω`` finds the smallest feasible ``ω``. When ``N > Σ λ_i`` and every source is kept this
 is exactly the paper's equation ``Σ (1/I_i + λ_i) = N``.
 
@@ -20,56 +20,23 @@ sets exactly (:mod:`scrapy_echo.model.kept_sets`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.kept_sets import best_kept_set
-from scrapy_echo.model.omega import BoolArray, Members, OmegaSearch, Point, Problem
+from scrapy_echo.model.omega import Problem
 from scrapy_echo.model.repair import repair_schedule
+from scrapy_echo.model.schedule import IntervalSolution, Solver
 
-_NO_DECAY = 1e-200
+# Recrawls cost at most N per second, so x = μI >= μ/N: with μ >= 1e-100 N the stationary
+# point y ≈ x²/2 stays above 1e-201, and with a >= 1e-100 (in units of the largest a) ω = a y
+# stays a normal double.
+_NO_DECAY = 1e-100
+_NEGLIGIBLE = 1e-100
 # Budget left idle by a kept-set jump below this share of N is not worth a repair pass.
 _REPAIR_MIN_IDLE = 1e-6
-
-
-@dataclass(frozen=True)
-class IntervalSolution:
-    """What :func:`solve_intervals` found.
-
-    Attributes
-    ----------
-    intervals : ndarray
-        Recrawl interval per source, seconds; ``inf`` where the source is not recrawled.
-    omega : float
-        The Lagrange multiplier: profit one more crawl per second would buy, in clicks per
-        crawl. A new page whose expected remaining profit is below ``omega`` is worth less than
-        the crawl it costs.
-    kept : ndarray of bool
-        Sources whose new pages the schedule pays for (``intervals`` may still be ``inf`` for a
-        source with no decay, whose pages keep their value however late they are found).
-    objective : float
-        ``Σ_kept U_i``: expected profit per second of the schedule.
-    cost : float
-        ``Σ_kept (1/I_i + λ_i)``: crawls per second the schedule spends (``<= crawl_rate``).
-    converged : bool
-        Whether the search met its tolerance within ``max_iter``.
-    iterations : int
-        Evaluations of the budget over all sources.
-    method : str
-        ``"lagrangian"`` (the paper's solution, no gap), ``"repaired"`` or ``"exact"``.
-    """
-
-    intervals: FloatArray
-    omega: float
-    kept: BoolArray
-    objective: float
-    cost: float
-    converged: bool
-    iterations: int
-    method: str
 
 
 def solve_intervals(
@@ -123,7 +90,7 @@ def solve_intervals(
     >>> bool(np.isclose(np.sum(1 / sol.intervals) + 0.02, 0.1)), sol.method
     (True, 'lagrangian')
     """
-    problem = _validate(link_rate, profit, decay, crawl_rate, rtol=rtol, max_iter=max_iter)
+    problem, unit = _validate(link_rate, profit, decay, crawl_rate, rtol=rtol, max_iter=max_iter)
     solver = Solver(problem, rtol=rtol, max_iter=max_iter)
     best = solver.lagrangian()
     idle = (problem.crawl_rate - best.cost) / max(problem.crawl_rate, 1e-300)
@@ -141,7 +108,7 @@ def solve_intervals(
             exact = best_kept_set(problem, solver)
             if exact is not None and exact.objective > best.objective:
                 best = exact
-    return best
+    return replace(best, omega=best.omega * unit, objective=best.objective * unit)
 
 
 def _validate(
@@ -152,7 +119,7 @@ def _validate(
     *,
     rtol: float,
     max_iter: int,
-) -> Problem:
+) -> tuple[Problem, float]:
     arrays = {}
     for name, value in (("link_rate", link_rate), ("profit", profit), ("decay", decay)):
         arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
@@ -175,71 +142,23 @@ def _validate(
         raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
     lam, prof, mu = arrays["link_rate"], arrays["profit"], arrays["decay"]
     with np.errstate(under="ignore", over="ignore", divide="ignore"):
-        value = lam * prof
-        # λP/μ below the smallest normal double: too poor to represent, never worth a crawl.
-        scale = value / np.where(mu > 0, mu, 1.0)
-        active = (value > 0) & (scale >= np.finfo(np.float64).tiny)
-        # Decay slower than 1e-200 of the crawl rate is no decay at all on any horizon the
-        # crawl will see; treating it as μ = 0 keeps x = μI representable.
+        # Decay slower than 1e-100 of the crawl rate is no decay at all on any horizon the
+        # crawl will see; treating it as μ = 0 keeps x = μI and y = g(x) representable.
         mu = np.where(mu < n * _NO_DECAY, 0.0, mu)
-    return Problem(lam, prof, mu, n, active, active & (mu == 0))
-
-
-class Solver:
-    """Runs ω searches over the whole problem or a fixed kept set, and turns their points
-    into solutions."""
-
-    def __init__(self, problem: Problem, *, rtol: float, max_iter: int) -> None:
-        self.problem = problem
-        self.search = OmegaSearch(problem, rtol=rtol, max_iter=max_iter)
-
-    @property
-    def evaluations(self) -> int:
-        return self.search.evaluations
-
-    def lagrangian(self) -> IntervalSolution:
-        members = Members.of(self.problem)
-        return self._solution(members, *self.search.run(members, fixed=False), "lagrangian")
-
-    def fixed(
-        self, kept: BoolArray, method: str = "repaired", *, near: float | None = None
-    ) -> IntervalSolution | None:
-        """Best schedule that keeps exactly ``kept``, spending the whole budget; ``None`` if
-        their new pages alone exceed it."""
-        p = self.problem
-        if float(np.sum(p.link_rate[kept & p.active])) >= p.crawl_rate:
-            return None
-        members = Members.of(p, kept)
-        return self._solution(members, *self.search.run(members, fixed=True, near=near), method)
-
-    def _solution(
-        self, members: Members, point: Point, converged: bool, method: str
-    ) -> IntervalSolution:
-        p = self.problem
-        kept = np.zeros(p.size, bool)
-        kept[members.index[point.kept]] = True
-        kept[members.static_index[point.static_kept]] = True
-        intervals = np.full(p.size, np.inf)
-        recrawled = point.kept & (point.x > 0) & point.alive
-        chosen = members.index[recrawled]
-        x = point.x[recrawled]
-        mu = p.decay[chosen]
-        with np.errstate(over="ignore"):
-            intervals[chosen] = x / mu
-        static = members.static_index[point.static_kept]
-        # U = λP (1 - e^{-x})/x for the recrawled, λP for static sources, 0 for kept but
-        # never recrawled ones (their pages are found too late to be worth anything).
-        earned = p.link_rate[chosen] * p.profit[chosen] * -np.expm1(-x) / x
-        return IntervalSolution(
-            intervals=intervals,
-            omega=point.omega,
-            kept=kept,
-            objective=float(np.sum(earned)) + float(np.sum(p.link_rate[static] * p.profit[static])),
-            cost=float(np.sum(mu / x)) + float(np.sum(p.link_rate[kept])),
-            converged=converged,
-            iterations=self.search.evaluations,
-            method=method,
-        )
+        value = lam * prof
+        # λP below the smallest normal double (subnormal inputs) is worth nothing.
+        worth = value >= np.finfo(np.float64).tiny
+        # What one crawl can be worth: λP/μ (P without decay). Profits are taken in units of
+        # the largest, so ω lies in (0, 1]; a source worth less than 1e-100 of the best is
+        # never worth a crawl, which keeps ω = a g(x) above the smallest double.
+        scale = np.where(mu > 0, value / np.where(mu > 0, mu, 1.0), prof)
+        unit = float(np.max(scale, where=worth, initial=0.0))
+        unit = unit if 0 < unit < math.inf else 1.0
+        active = worth & (scale / unit >= _NEGLIGIBLE)
+        profit = np.where(active, prof / unit, 0.0)
+        active &= lam * profit >= np.finfo(np.float64).tiny  # the normalised λP as well
+        profit[~active] = 0.0
+    return Problem(lam, profit, mu, n, active, active & (mu == 0)), unit
 
 
 def profit_rate(

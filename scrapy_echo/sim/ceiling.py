@@ -3,8 +3,8 @@
 ``run`` and ``needed-rate`` measure what policies catch while they learn. This answers what
 the model allows on the same trace if every source's ``λ, P, μ`` were known exactly:
 
-- the **optimal schedule** (ECHO.md, Algorithm 1, with our kept-set repair) catches
-  ``Σ U_i(I_i)`` clicks per second, ``U(I) = λP (1 - e^{-μI})/(μI)``;
+- the **optimal schedule** (docs/how-it-works.rst, "The optimal schedule", with our kept-set
+  repair) catches ``Σ U_i(I_i)`` clicks per second, ``U(I) = λP (1 - e^{-μI})/(μI)``;
 - **BFS** crawls every new page and recrawls every source equally often, so each source gets
   ``I = n / (N - Σλ)`` (nothing when ``N ≤ Σλ``: the new pages alone take the whole budget).
 

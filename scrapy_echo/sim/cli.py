@@ -20,7 +20,15 @@ from scrapy_echo.sim.search import needed_rate
 from scrapy_echo.sim.synth import SynthParams, synthesize
 from scrapy_echo.sim.trace import Trace, load_trace, write_trace
 
-POLICY_ORDER = ["echo-newpages", "echo-schedule", "echo-greedy", "fixed-quota", "frequency", "bfs"]
+POLICY_ORDER = [
+    "echo-newpages",
+    "echo-paper",
+    "echo-schedule",
+    "echo-greedy",
+    "fixed-quota",
+    "frequency",
+    "bfs",
+]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

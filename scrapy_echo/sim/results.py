@@ -1,6 +1,6 @@
 """Scoring a replay: profit caught against the upper bound, delays, and where crawls went.
 
-Profit is the ECHO paper's (ECHO.md, "Quality metric"): a page crawled at ``t`` earns the
+Profit is the ECHO paper's (docs/model.rst, "Quality metric"): a page crawled at ``t`` earns the
 clicks it received at ``t`` or later, from the trace's ground truth. Everything is measured
 after the warm-up: the pages created in ``[warmup, duration)``, crawled by the end of the
 trace (for the upper bound: the moment they appeared). The dynamic profit is the paper's: the
