@@ -156,7 +156,8 @@ def _validate(
         unit = unit if 0 < unit < math.inf else 1.0
         active = worth & (scale / unit >= _NEGLIGIBLE)
         profit = np.where(active, prof / unit, 0.0)
-        active &= lam * profit >= np.finfo(np.float64).tiny  # the normalised λP as well
+        # The normalised λP as well; P/unit overflows only for a λ too small to matter.
+        active &= np.isfinite(profit) & (lam * profit >= np.finfo(np.float64).tiny)
         profit[~active] = 0.0
     return Problem(lam, profit, mu, n, active, active & (mu == 0)), unit
 

@@ -75,6 +75,9 @@ class StationaryPoints:
         self.evaluations += 1
         with np.errstate(over="ignore"):  # y = inf is a dead source, as it should be
             np.multiply(self.inv_scale, omega, out=self.y)
+        # A source that comes alive at this ω has no prediction (its sensitivity was 0 while
+        # dead, so its stale x would look trusted): Newton must run.
+        revived = bool(np.any(self.y < 1.0, where=~self.alive)) if self.evaluations > 1 else True
         np.less(self.y, 1.0, out=self.alive)
         np.clip(self.y, _Y_MIN, _Y_MAX, out=self._y_solved)
         step = math.log(omega / self.omega) if omega > 0 and self.omega > 0 else math.inf
@@ -91,7 +94,7 @@ class StationaryPoints:
         # When the prediction moves every x by less than _TRUST_PREDICTION (relative), its
         # error (~that squared) is below what Newton would fix: the search's last, polishing
         # step takes this path. Near y = 1 the sensitivity is huge and Newton must run.
-        trusted = warm and self._largest_relative_move() < _TRUST_PREDICTION
+        trusted = warm and not revived and self._largest_relative_move() < _TRUST_PREDICTION
         tiny = self.y < _Y_MIN
         few_tiny = tiny.any()
         if few_tiny:
