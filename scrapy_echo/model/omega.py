@@ -171,7 +171,7 @@ class OmegaSearch:
         if fixed and (best is None or budget - best.cost > self.rtol * budget):
             # The budget needs x = μI past ~35 for the sources at the margin, where ω can no
             # longer resolve x (g(x) rounds to 1): recrawls there are worth a nearly constant
-            # ``a`` each (docs/how-it-works, "the saturated regime").
+            # ``a`` each (docs/how-it-works.rst, "The saturated regime").
             saturated = self._saturated(members, bracket.hi)
             if saturated is not None:
                 return saturated, True
