@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scrapy_echo.model.curves import g_inv
+from scrapy_echo.model.omega import SATURATED_GROUP
 
 if TYPE_CHECKING:
     from scrapy_echo.model.omega import Problem
@@ -87,10 +88,11 @@ def _saturated_value(
     spare: np.ndarray,
 ) -> np.ndarray:
     """Each set's value when the crawls its sources above the margin leave go to the sources
-    at the margin (``a`` within 1e-9 of the set's ``ω``) at one shared ``x``: the saturated
-    regime, where ω cannot resolve ``x`` (the solver's fixed search does the same). A feasible
-    schedule, so taking the larger of this and the bisection's value is safe."""
-    group = recrawl & (np.abs(scale[None, :] - omega[:, None]) <= 1e-9 * omega[:, None])
+    at the margin (``a`` within ``SATURATED_GROUP`` of the set's ``ω``) at one shared ``x``:
+    the saturated regime, where ω cannot resolve ``x`` (the solver's fixed search does the
+    same). A feasible schedule, so taking the larger of this and the bisection's value is
+    safe."""
+    group = recrawl & (np.abs(scale[None, :] - omega[:, None]) <= SATURATED_GROUP * omega[:, None])
     above = recrawl & ~group & np.isfinite(x) & (x > 0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         left = spare - np.sum(np.where(above, mu / x, 0.0), axis=1)

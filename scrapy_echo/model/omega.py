@@ -32,7 +32,7 @@ _SAMPLE_TRUST = 0.05  # largest Newton step in log ω after a sample's first gue
 _MAX_MOVE = 50.0  # largest step in log ω of any proposal
 # In the saturated regime (x past ~35) a recrawl of a source with a = λP/μ within this share of
 # the largest a is worth the same to ~1e-9; the rest are not worth one.
-_SATURATED_GROUP = 1e-9
+SATURATED_GROUP = 1e-9
 _SATURATED_X = 30.0  # e^{-30} ≈ 1e-13: past it, ω near a resolves x no better than this
 _DEAD_X = 50.0  # a finite x for a source not recrawled (the interval is inf regardless)
 
@@ -201,7 +201,7 @@ class OmegaSearch:
             return None
         point = self._evaluate(members, omega, fixed=True)
         scale = 1.0 / pts.inv_scale
-        group = np.abs(scale - omega) <= _SATURATED_GROUP * omega
+        group = np.abs(scale - omega) <= SATURATED_GROUP * omega
         above = point.alive & ~group
         spare = self.problem.crawl_rate - float(np.sum(pts.lam))
         spare -= float(np.sum(members.static_lam)) + float(np.sum(pts.rate[above]))
