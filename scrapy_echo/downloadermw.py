@@ -41,7 +41,7 @@ class EchoDownloaderMiddleware(EchoComponent):
         url = str(echo.get("url", request.url))
         if response.status == 304:
             self.runtime.observe({"e": "304", "url": url, "t": now})
-            self._inc("echo/sources/not_modified")
+            self.inc_stat("echo/sources/not_modified")
             self.runtime.done(request)
             raise IgnoreRequest(f"ECHO source not modified: {request.url}")
         if response.status >= 400:
@@ -63,4 +63,4 @@ class EchoDownloaderMiddleware(EchoComponent):
 
     def _failed(self, url: str, request: Request, why: str) -> None:
         self.runtime.observe({"e": "fail", "url": url, "t": self.runtime.clock(), "why": why})
-        self._inc("echo/sources/failed")
+        self.inc_stat("echo/sources/failed")

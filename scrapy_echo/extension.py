@@ -109,7 +109,7 @@ class EchoExtension(EchoComponent):
         except Exception:
             # A failed round must not stop the loop: the old plan stays in force.
             logger.exception("ECHO re-solve failed; keeping the previous schedule")
-            self._inc("echo/solver/errors")
+            self.inc_stat("echo/solver/errors")
             return
         self._set_stats()
 
@@ -124,8 +124,8 @@ class EchoExtension(EchoComponent):
                 # The reader logs the first bad row of each kind; here only the stats.
                 new = count - self._invalid_seen.get((number, kind), 0)
                 if new > 0:
-                    self._inc("echo/clickfeed/invalid", new)
-                    self._inc(f"echo/clickfeed/invalid/{kind}", new)
+                    self.inc_stat("echo/clickfeed/invalid", new)
+                    self.inc_stat(f"echo/clickfeed/invalid/{kind}", new)
                 self._invalid_seen[number, kind] = count
         return taken
 

@@ -17,8 +17,9 @@ import logging
 import os
 import pickle
 import time
+from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from scrapy.utils.request import request_from_dict
@@ -28,9 +29,16 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from scrapy_echo.runtime import EchoRuntime
-    from scrapy_echo.scheduler import EchoScheduler
 
 logger = logging.getLogger(__name__)
+
+
+class PlainLane(Protocol):
+    """The scheduler as a checkpoint sees it: the spider, and the plain lane's requests."""
+
+    spider: Spider | None
+    plain: deque[Request]
+
 
 FORMAT_VERSION = 1
 FILE_NAME = "echo-state.pickle"
@@ -54,7 +62,7 @@ def write_atomically(path: Path, data: bytes) -> None:
 class Checkpointer:
     """Saves and restores one crawl's state; does nothing without ``JOBDIR``."""
 
-    def __init__(self, path: Path | None, runtime: EchoRuntime, scheduler: EchoScheduler):
+    def __init__(self, path: Path | None, runtime: EchoRuntime, scheduler: PlainLane):
         self.path = path
         self.runtime = runtime
         self.scheduler = scheduler
@@ -62,7 +70,7 @@ class Checkpointer:
 
     @classmethod
     def from_crawler(
-        cls, crawler: Crawler, runtime: EchoRuntime, scheduler: EchoScheduler
+        cls, crawler: Crawler, runtime: EchoRuntime, scheduler: PlainLane
     ) -> Checkpointer:
         jobdir = crawler.settings.get("JOBDIR")
         return cls(Path(jobdir) / FILE_NAME if jobdir else None, runtime, scheduler)

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from scrapy import Request
 
-    from scrapy_echo.runtime import EchoRuntime
+    from scrapy_echo.state import CrawlState
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,14 @@ PageRequestFactory = Callable[[str, dict[str, Any]], "Request"]
 
 _MAX_URL = 8192
 _MAX_TEXT = 1024
+
+
+class EventTarget(Protocol):
+    """What an event changes: the crawl state, and the click input (the crawler's runtime)."""
+
+    state: CrawlState
+
+    def push_clicks(self, rows: Iterable[Mapping[str, Any]]) -> int: ...
 
 
 class InvalidEvent(ValueError):
@@ -111,7 +119,7 @@ def check_event(event: Any) -> dict[str, Any]:
 
 
 def apply_event(
-    runtime: EchoRuntime, event: dict[str, Any], page_request: PageRequestFactory
+    runtime: EventTarget, event: dict[str, Any], page_request: PageRequestFactory
 ) -> list[Request]:
     """Change ``runtime.state`` by one (checked) event; the requests for the new pages a
     source crawl revealed."""
@@ -150,7 +158,7 @@ def apply_event(
 
 
 def _source_crawled(
-    runtime: EchoRuntime, source: int, event: dict[str, Any], page_request: PageRequestFactory
+    runtime: EventTarget, source: int, event: dict[str, Any], page_request: PageRequestFactory
 ) -> list[Request]:
     state = runtime.state
     status = state.sources[source]

@@ -70,6 +70,7 @@ class EchoRuntime:
         self.solves = 0
         self.feeds: list[ClickFeedReader] = []  # the extension's file readers
         self._invalid_kinds_logged: set[str] = set()
+        self._wake_warned = False
         # Distributed mode (:mod:`scrapy_echo.distributed`) sets these: events then travel to
         # the worker that holds the state, and each leased request is acknowledged when done.
         self.transport: Callable[[dict[str, Any]], None] | None = None
@@ -148,13 +149,29 @@ class EchoRuntime:
         return Request(url, callback=callback, meta={"echo": echo})
 
     def wake_engine(self) -> None:
-        """Ask the engine for requests now, not at its next 5 s heartbeat. Scrapy has no
-        public call for this; without it (another engine) the heartbeat still comes."""
+        """Ask the engine for requests now, not at its next 5 s heartbeat.
+
+        Scrapy has no public call for this: the engine's private ``_slot.nextcall`` is the
+        one way in, used here and nowhere else. If a Scrapy release moves it, the heartbeat
+        still comes (requests go out up to 5 s late), a warning says so once, and
+        ``echo/scheduler/wake_unavailable`` counts the misses; the live-crawl test fails on
+        that stat, so an upgrade cannot break this silently."""
         engine: Any = getattr(self.crawler, "engine", None)
-        slot = getattr(engine, "_slot", None)
-        nextcall = getattr(slot, "nextcall", None)
-        if nextcall is not None:
+        nextcall = getattr(getattr(engine, "_slot", None), "nextcall", None)
+        stats = self.crawler.stats
+        if nextcall is not None and callable(getattr(nextcall, "schedule", None)):
             nextcall.schedule()
+            if stats is not None:
+                stats.inc_value("echo/scheduler/wakes")
+            return
+        if engine is not None and not self._wake_warned:
+            self._wake_warned = True
+            logger.warning(
+                "ECHO cannot wake the Scrapy engine (engine._slot.nextcall is gone in this "
+                "Scrapy); requests wait for the engine's 5 s heartbeat"
+            )
+        if stats is not None:
+            stats.inc_value("echo/scheduler/wake_unavailable")
 
     # -- clicks ----------------------------------------------------------------------------
     def add_clicks(self, rows: Iterable[ClickRow]) -> int:
@@ -219,6 +236,6 @@ class EchoComponent:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler, EchoRuntime.of(crawler))
 
-    def _inc(self, key: str, count: int = 1) -> None:
+    def inc_stat(self, key: str, count: int = 1) -> None:
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(key, count)

@@ -113,22 +113,22 @@ class EchoScheduler(EchoComponent):
                 appeared=float(echo["appeared"]),
                 discovered=float(echo["discovered"]),
             )
-            self._inc("echo/scheduler/enqueued/page")
+            self.inc_stat("echo/scheduler/enqueued/page")
             return True
         if isinstance(echo, dict) and echo.get("kind") == "source":
             # A redirect or retry of a source crawl already under way: finish it first.
             self.plain.appendleft(request)
-            self._inc("echo/scheduler/enqueued/source_followup")
+            self.inc_stat("echo/scheduler/enqueued/source_followup")
             return True
         if request.meta.get("echo_source"):
             self.state.add_source(request.url)  # the policy decides when to crawl it
-            self._inc("echo/scheduler/enqueued/new_source")
+            self.inc_stat("echo/scheduler/enqueued/new_source")
             return True
         if not request.dont_filter and self.dupefilter.request_seen(request):
             self.dupefilter.log(request, self.spider)
             return False
         self.plain.append(request)
-        self._inc("echo/scheduler/enqueued/plain")
+        self.inc_stat("echo/scheduler/enqueued/plain")
         return True
 
     def next_request(self) -> Request | None:
@@ -151,7 +151,7 @@ class EchoScheduler(EchoComponent):
         total = self._plain_served + self._echo_served
         if self.plain and self._plain_served <= share * total:
             return self._serve_plain()
-        request = self._echo(now)
+        request = self.next_echo_request(now)
         if request is not None:
             self._echo_served += 1
             return request
@@ -159,10 +159,10 @@ class EchoScheduler(EchoComponent):
 
     def _serve_plain(self) -> Request:
         self._plain_served += 1
-        self._inc("echo/scheduler/dequeued/plain")
+        self.inc_stat("echo/scheduler/dequeued/plain")
         return self.plain.popleft()
 
-    def _echo(self, now: float, *, count: bool = True) -> Request | None:
+    def next_echo_request(self, now: float, *, count: bool = True) -> Request | None:
         """The policy's choice as a request (``count``: as a request leaving this worker)."""
         decision = self.runtime.policy.choose(now, self.state.last_crawl, self.state.frontier)
         if decision is None:
@@ -170,13 +170,13 @@ class EchoScheduler(EchoComponent):
         if decision.kind == "page":
             waiting = self.state.frontier.pop(decision.source)
             if count:
-                self._inc("echo/scheduler/dequeued/page")
+                self.inc_stat("echo/scheduler/dequeued/page")
             request: Request = waiting.page  # type: ignore[assignment]
             return request
         source = decision.source
         self.state.source_dispatched(source, now)
         if count:
-            self._inc("echo/scheduler/dequeued/source")
+            self.inc_stat("echo/scheduler/dequeued/source")
         status = self.state.sources[source]
         headers = {}
         if status.etag:

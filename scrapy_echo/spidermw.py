@@ -76,9 +76,9 @@ class EchoSpiderMiddleware(EchoComponent):
             "lm": echo.get("lm"),
         }
         requests = self.runtime.observe(event)
-        self._inc("echo/sources/crawled")
+        self.inc_stat("echo/sources/crawled")
         if requests:
-            self._inc("echo/pages/new", len(requests))
+            self.inc_stat("echo/pages/new", len(requests))
             if config.debug:
                 logger.debug("ECHO %d new pages on %s", len(requests), response.url)
         return requests
@@ -89,7 +89,7 @@ class EchoSpiderMiddleware(EchoComponent):
         stated = published_time(response)
         if stated is not None and start <= stated <= end:
             appeared = stated
-            self._inc("echo/pages/published_time_used")
+            self.inc_stat("echo/pages/published_time_used")
         source_url = echo.get("source_url")
         if source_url is None:  # a request queued by an earlier version (JOBDIR)
             source_url = self.state.sources[int(echo["source"])].url
@@ -101,4 +101,4 @@ class EchoSpiderMiddleware(EchoComponent):
             "t": float(echo.get("fetched", self.runtime.clock())),
         }
         self.runtime.observe(event)
-        self._inc("echo/pages/crawled")
+        self.inc_stat("echo/pages/crawled")

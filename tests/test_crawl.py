@@ -59,6 +59,9 @@ def test_new_pages_found_and_busy_source_recrawled_more_than_dead_one(tmp_path, 
     assert run.stats["echo/pages/crawled"] == crawled
     assert crawled >= 0.6 * published, (crawled, published)
     assert run.stats["item_scraped_count"] == crawled  # new pages went to the spider's parse
+    # The scheduler woke the engine through Scrapy's private hook (runtime.wake_engine).
+    assert run.stats.get("echo/scheduler/wakes", 0) > 0
+    assert "echo/scheduler/wake_unavailable" not in run.stats
     busy_hub, dead_hub = site.hits["/s/busy/"], site.hits["/s/dead/"]
     assert busy_hub > 1.5 * dead_hub, (busy_hub, dead_hub)  # BFS would split them evenly
     # The dead hub answers its recrawls with 304s: crawls that cost next to nothing.

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy_echo.distributed.codec import CodecError
 from scrapy_echo.distributed.snapshot import dump_state, load_state
@@ -30,9 +30,10 @@ from scrapy_echo.state import CrawlState, fingerprint
 from scrapy_echo.urls import canonical_url
 
 if TYPE_CHECKING:
-    from scrapy import Request
+    from scrapy import Request, Spider
 
-    from scrapy_echo.distributed.scheduler import DistributedScheduler
+    from scrapy_echo.distributed.store import RedisStore
+    from scrapy_echo.runtime import EchoRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +42,28 @@ _PAGE_HEAD_START_MS = 1e9  # ~11 days: more than any source crawl waits in the q
 _SNAPSHOT_NEVER = -math.inf
 
 
+class PlannerHost(Protocol):
+    """What the planner needs of the worker's scheduler that holds it."""
+
+    runtime: EchoRuntime
+    state: CrawlState
+    store: RedisStore
+    token: str
+    spider: Spider | None
+
+    def encode(self, request: Request) -> str: ...
+
+    def decode(self, payload: bytes | str) -> Request: ...
+
+    def count_rejected(self, kind: str, count: int = 1, *, message: str = "") -> None: ...
+
+    def next_echo_request(self, now: float, *, count: bool = True) -> Request | None: ...
+
+    def inc_stat(self, key: str, count: int = 1) -> None: ...
+
+
 class Planner:
-    def __init__(self, scheduler: DistributedScheduler) -> None:
+    def __init__(self, scheduler: PlannerHost) -> None:
         self.scheduler = scheduler
         self.runtime = scheduler.runtime
         self.config = scheduler.runtime.config
@@ -159,7 +180,7 @@ class Planner:
         for rid in [rid for rid, queued in self.outstanding.items() if queued < stale]:
             del self.outstanding[rid]  # its report never came (a refused or lost request)
         for _ in range(target - depth):
-            request = self.scheduler._echo(now, count=False)
+            request = self.scheduler.next_echo_request(now, count=False)
             if request is None:
                 break
             rid = request_id(request)
@@ -174,7 +195,7 @@ class Planner:
                 self.scheduler.count_rejected("unencodable", message=str(exc))
                 continue
             self._seq += 1
-            self.scheduler._inc(f"echo/planner/queued/{'source' if is_source else 'page'}")
+            self.scheduler.inc_stat(f"echo/planner/queued/{'source' if is_source else 'page'}")
             # Queue order is decision order, except that a new page goes before every source
             # crawl already queued: new pages first, as on one machine.
             score = now * 1000 + (0.0 if is_source else -_PAGE_HEAD_START_MS)

@@ -155,7 +155,7 @@ class DistributedScheduler(EchoScheduler):
             return True
         if request.meta.get("echo_source"):
             self._send_event({"e": "source", "url": request.url})
-            self._inc("echo/scheduler/enqueued/new_source")
+            self.inc_stat("echo/scheduler/enqueued/new_source")
             return True
         if request.dont_filter:
             rid = f"u:{uuid.uuid4().hex}"
@@ -168,7 +168,7 @@ class DistributedScheduler(EchoScheduler):
             self.count_rejected("unencodable", message=str(exc))
             return False
         self.outbox.plain.append((rid, time.time() * 1000, payload))
-        self._inc("echo/scheduler/enqueued/plain")
+        self.inc_stat("echo/scheduler/enqueued/plain")
         return True
 
     def next_request(self) -> Request | None:
@@ -180,7 +180,7 @@ class DistributedScheduler(EchoScheduler):
         self.in_flight[request.meta["echo_lease"]] = time.time()
         echo = request.meta.get("echo")
         kind = echo.get("kind") if isinstance(echo, dict) else "plain"
-        self._inc(f"echo/scheduler/dequeued/{kind}")
+        self.inc_stat(f"echo/scheduler/dequeued/{kind}")
         return request
 
     # -- requests as data ------------------------------------------------------------------
@@ -194,8 +194,8 @@ class DistributedScheduler(EchoScheduler):
 
     def count_rejected(self, kind: str, count: int = 1, *, message: str = "") -> None:
         """Count something refused (a bad payload, event or source); log each kind once."""
-        self._inc("echo/redis/rejected", count)
-        self._inc(f"echo/redis/rejected/{kind}", count)
+        self.inc_stat("echo/redis/rejected", count)
+        self.inc_stat(f"echo/redis/rejected/{kind}", count)
         if kind not in self._logged_kinds:
             self._logged_kinds.add(kind)
             logger.warning("ECHO refused %s from Redis (%s); more are only counted", kind,
@@ -239,7 +239,7 @@ class DistributedScheduler(EchoScheduler):
         if self._closing:
             return
         now = time.time()
-        self._inc("echo/redis/rounds")
+        self.inc_stat("echo/redis/rounds")
         batch, self.outbox = self.outbox, Exchange()
         batch.want = max(0, self.runtime.config.redis_prefetch - len(self.buffer))
         lease = self.runtime.config.redis_lease_timeout
@@ -261,13 +261,13 @@ class DistributedScheduler(EchoScheduler):
         again, rather than held for good."""
         for member in [m for m, handed in self.in_flight.items() if handed < before]:
             del self.in_flight[member]
-            self._inc("echo/redis/leases_let_go")
+            self.inc_stat("echo/redis/leases_let_go")
             logger.warning("ECHO request %s never finished; its lease is let go", member)
 
     def _bug(self, failure: Any) -> None:
         # A bug here must not end the round trips: the crawl would stall silently.
         logger.error("ECHO round trip failed: %s", failure.getTraceback())
-        self._inc("echo/redis/round_errors")
+        self.inc_stat("echo/redis/round_errors")
 
     def _trip(
         self, batch: Exchange, now: float, solves: list[str]
@@ -312,7 +312,7 @@ class DistributedScheduler(EchoScheduler):
             request.meta["echo_lease"] = member
             self.buffer.append(request)
         if leased:
-            self._inc("echo/redis/leased", len(leased))
+            self.inc_stat("echo/redis/leased", len(leased))
             self.runtime.wake_engine()
         if planner_part is None:
             return None
@@ -321,13 +321,13 @@ class DistributedScheduler(EchoScheduler):
     def _plan(self, what: str, detail: Any) -> Deferred[None] | None:
         planner, now = self.planner, time.time()
         if what == "error":
-            self._inc("echo/redis/errors")
+            self.inc_stat("echo/redis/errors")
             if planner.active and now - planner.renewed_at > self.runtime.config.redis_solver_lease:
                 planner.step_down(f"Redis unreachable for longer than the lease ({detail})")
             return None
         if what == "took_over":
             planner.take_over(detail)
-            self._inc("echo/redis/planner_terms")
+            self.inc_stat("echo/redis/planner_terms")
             return None
         held, events, sources, depth = detail
         if not held:
@@ -357,7 +357,7 @@ class DistributedScheduler(EchoScheduler):
         # The pages just chosen left the in-memory frontier but may not be queued: drop this
         # state. The next planner (maybe this worker again) reloads the last saved state and
         # replays the events since, which finds them again.
-        self._inc("echo/redis/errors")
+        self.inc_stat("echo/redis/errors")
         self.planner.step_down(f"queueing failed ({failure.getErrorMessage()})")
 
     def _failed(self, failure: Any, batch: Exchange) -> None:
@@ -369,7 +369,7 @@ class DistributedScheduler(EchoScheduler):
         now = time.time()
         self._backoff = min(_MAX_BACKOFF, max(0.5, self._backoff * 2))
         self._pause_until = now + self._backoff
-        self._inc("echo/redis/errors")
+        self.inc_stat("echo/redis/errors")
         self._renewed_at = 0.0  # renew the leases in hand at the first chance
         if self._down_since is None:
             self._down_since = now
