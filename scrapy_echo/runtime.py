@@ -53,6 +53,27 @@ class Throughput:
         return len(self._times) / span
 
 
+class LaneShare:
+    """The share of the requests handed to the engine over the last ``window`` seconds that
+    came from the plain lane (the spider's own requests, redirects and retries): crawls the
+    plan cannot spend on sources and new pages."""
+
+    def __init__(self, window: float = 300.0) -> None:
+        self.window = window
+        self._served: deque[tuple[float, bool]] = deque()
+        self._plain = 0
+
+    def add(self, now: float, *, plain: bool) -> None:
+        self._served.append((now, plain))
+        self._plain += plain
+        while self._served and self._served[0][0] < now - self.window:
+            _, was_plain = self._served.popleft()
+            self._plain -= was_plain
+
+    def share(self) -> float:
+        return self._plain / len(self._served) if self._served else 0.0
+
+
 class EchoRuntime:
     """Per-crawler ECHO objects; see :meth:`of`."""
 
@@ -67,6 +88,7 @@ class EchoRuntime:
         self.state = CrawlState(self.config)
         self.policy: Policy = make_policy(self.config.policy)
         self.throughput = Throughput(window=max(60.0, self.config.resolve_interval))
+        self.lanes = LaneShare(window=max(60.0, self.config.resolve_interval))
         self.solves = 0
         self.feeds: list[ClickFeedReader] = []  # the extension's file readers
         self._invalid_kinds_logged: set[str] = set()
@@ -96,7 +118,9 @@ class EchoRuntime:
         """Fresh estimates, a fresh schedule; one summary line in the log."""
         now = self.clock()
         estimates = self.state.learner.estimates(now)
-        budget = self.crawl_rate()
+        # The plan spends what the plain lane leaves of the budget, as measured lately.
+        plain_share = self.lanes.share()
+        budget = self.crawl_rate() * (1.0 - plain_share)
         plan = self.policy.replan(estimates, budget)
         self.solves += 1
         self.state.record(
@@ -112,6 +136,7 @@ class EchoRuntime:
             stats.set_value("echo/solver/omega", plan.omega)
             stats.set_value("echo/solver/kept", int(plan.kept.sum()))
             stats.set_value("echo/solver/crawl_rate", budget)
+            stats.set_value("echo/solver/plain_share", plain_share)
         logger.info(
             "ECHO re-solve %d: %d sources, %d kept, budget %.3g pages/s, omega %.3g, "
             "%d pages waiting",

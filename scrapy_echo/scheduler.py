@@ -154,11 +154,13 @@ class EchoScheduler(EchoComponent):
         request = self.next_echo_request(now)
         if request is not None:
             self._echo_served += 1
+            self.runtime.lanes.add(now, plain=False)
             return request
         return self._serve_plain() if self.plain else None
 
     def _serve_plain(self) -> Request:
         self._plain_served += 1
+        self.runtime.lanes.add(self.runtime.clock(), plain=True)
         self.inc_stat("echo/scheduler/dequeued/plain")
         return self.plain.popleft()
 

@@ -112,6 +112,26 @@ def test_budget_holds_requests_back_until_their_slot() -> None:
     scheduler.close("finished")
 
 
+def test_plan_spends_what_the_plain_lane_leaves() -> None:
+    """The spider's own requests took half the slots lately: the plan gets half the rate."""
+    scheduler, clock = make_scheduler(ECHO_CRAWL_RATE=4, ECHO_SOURCES=["http://a.test/"])
+    runtime = scheduler.runtime
+    for i in range(10):
+        scheduler.enqueue_request(Request(f"http://other.test/{i}"))
+        scheduler.enqueue_request(page(f"http://a.test/p{i}", 0, clock.now))
+    served = []
+    for _ in range(8):
+        clock.now += 0.25
+        request = scheduler.next_request()
+        served.append(request.url.startswith("http://other.test/"))
+    assert served.count(True) == 4
+    assert runtime.lanes.share() == pytest.approx(0.5)
+    runtime.replan()
+    assert runtime.crawler.stats.get_value("echo/solver/crawl_rate") == pytest.approx(2.0)
+    assert runtime.crawler.stats.get_value("echo/solver/plain_share") == pytest.approx(0.5)
+    scheduler.close("finished")
+
+
 def test_source_followups_go_first() -> None:
     scheduler, clock = make_scheduler(ECHO_SOURCES=["http://a.test/"])
     scheduler.enqueue_request(page("http://a.test/p", 0, clock.now))
