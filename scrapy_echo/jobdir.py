@@ -2,13 +2,14 @@
 
 What is saved: sources and their crawl times, validators and failures, seen links, everything
 the learner knows (crawl histories, click tables, pending clicks), the waiting new pages and the
-plain lane (as request dicts, Scrapy's own format), and the click feed's read position. Written
-every ``ECHO_CHECKPOINT_INTERVAL`` seconds and at close, to a temporary file that is flushed,
-synced and renamed over the old one: a ``kill -9`` leaves the previous checkpoint whole, so it
-loses at most one period.
+plain lane, and the click feed's read position: one :mod:`scrapy_echo.snapshot`, the format
+Redis and ``scrapy echo-report`` use too (versioned plain data, no pickle, readable by later
+builds). Written every ``ECHO_CHECKPOINT_INTERVAL`` seconds and at close, to a temporary file
+that is flushed, synced and renamed over the old one: a ``kill -9`` leaves the previous
+checkpoint whole, so it loses at most one period.
 
-The file is a pickle, like Scrapy's own JOBDIR queues: it is read only from the user's own job
-directory, never from a shared store.
+A job directory from a build before this format holds ``echo-state.pickle``; it is read once
+(it is the user's own file) and the next checkpoint replaces it.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import os
 import pickle
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
 from scrapy.utils.request import request_from_dict
+
+from scrapy_echo import snapshot as snapshots
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -32,16 +35,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+FILE_NAME = "echo-state.json"
+LEGACY_FILE_NAME = "echo-state.pickle"  # before the one snapshot format
+_LEGACY_VERSION = 1
+
 
 class PlainLane(Protocol):
-    """The scheduler as a checkpoint sees it: the spider, and the plain lane's requests."""
+    """The scheduler as a checkpoint sees it: the spider, the plain lane, and its codec."""
 
     spider: Spider | None
     plain: deque[Request]
 
+    def encode(self, request: Request) -> str: ...
 
-FORMAT_VERSION = 1
-FILE_NAME = "echo-state.pickle"
+    def decode(self, payload: bytes | str) -> Request: ...
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -83,32 +90,12 @@ class Checkpointer:
         if self.path is None or self.scheduler.spider is None:
             return
         started = time.perf_counter()
-        spider = self.scheduler.spider
-        state = self.runtime.state
-        frontier, skipped = [], 0
-        for waiting in state.frontier.pages():
-            encoded = _encode(waiting.page, spider)  # type: ignore[arg-type]
-            if encoded is None:
-                skipped += 1
-                continue
-            frontier.append((waiting.source, encoded, waiting.appeared, waiting.discovered))
-        plain = [r for r in (_encode(req, spider) for req in self.scheduler.plain) if r]
-        skipped += len(self.scheduler.plain) - len(plain)
-        snapshot = {
-            "version": FORMAT_VERSION,
-            "saved_at": self.runtime.clock(),
-            "sources": state.sources,
-            "last_crawl": np.array(state.last_crawl),
-            "seen": state.seen,
-            "crawled_pages": state.crawled_pages,
-            "learner": state.learner,
-            "frontier": frontier,
-            "plain": plain,
-            "feeds": self.runtime.feed_state(),
-            "history": state.history,
-        }
+        data, skipped = snapshots.dump(self.runtime, self.scheduler.encode, self.scheduler.plain)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.path, pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL))
+        write_atomically(self.path, data)
+        legacy = self.path.with_name(LEGACY_FILE_NAME)
+        if legacy.exists():
+            legacy.unlink()  # its state is in the new file now
         self.saves += 1
         stats = self.runtime.crawler.stats
         if stats is not None:
@@ -117,40 +104,44 @@ class Checkpointer:
         logger.debug(
             "ECHO checkpoint %d: %d sources, %d waiting pages, %.3f s",
             self.saves,
-            len(state.sources),
-            len(frontier),
+            len(self.runtime.state.sources),
+            len(self.runtime.state.frontier),
             time.perf_counter() - started,
         )
 
     def restore(self, spider: Spider) -> bool:
         """Load the last checkpoint, if any; ``True`` if one was loaded."""
-        if self.path is None or not self.path.exists():
+        if self.path is None:
+            return False
+        path: Path = self.path
+        decode: Callable[[Any], Request] = self.scheduler.decode
+        legacy = self.path.with_name(LEGACY_FILE_NAME)
+        if not path.exists() and legacy.exists():
+            path, decode = legacy, _legacy_decoder(spider)
+        if not path.exists():
             return False
         try:
-            snapshot = read_checkpoint(self.path)
+            snapshot = read_checkpoint(path)
+            restored, plain, refused = snapshots.restore(self.runtime, snapshot, decode)
         except Exception as exc:
             # Keep the file for inspection; a fresh start beats refusing to run a monitor.
-            aside = self.path.with_name(f"{self.path.name}.unreadable-{int(time.time())}")
-            os.replace(self.path, aside)
-            logger.error("ECHO checkpoint %s unreadable (%s); moved to %s", self.path, exc, aside)
+            aside = path.with_name(f"{path.name}.unreadable-{int(time.time())}")
+            os.replace(path, aside)
+            logger.error("ECHO checkpoint %s unreadable (%s); moved to %s", path, exc, aside)
             return False
+        self.runtime.state.adopt(restored)
+        self.scheduler.plain.extend(plain)
+        if refused:
+            logger.warning(
+                "ECHO checkpoint %s: %d saved requests could not be restored", path, refused
+            )
+            stats = self.runtime.crawler.stats
+            if stats is not None:
+                stats.set_value("echo/jobdir/unrestored_requests", refused)
         state = self.runtime.state
-        for status in snapshot["sources"]:
-            state.add_source(status.url)
-        state.sources[:] = snapshot["sources"]
-        state.last_crawl[:] = snapshot["last_crawl"]
-        state.seen = snapshot["seen"]
-        state.crawled_pages = snapshot["crawled_pages"]
-        state.history = snapshot.get("history", [])
-        state.learner = snapshot["learner"]
-        for source, encoded, appeared, discovered in snapshot["frontier"]:
-            request = request_from_dict(encoded, spider=spider)
-            state.frontier.push(source, request, appeared=appeared, discovered=discovered)
-        self.scheduler.plain.extend(request_from_dict(d, spider=spider) for d in snapshot["plain"])
-        self.runtime.restore_feeds(snapshot["feeds"])
         logger.info(
             "ECHO resumed from %s (saved %.0f s ago): %d sources, %d waiting pages",
-            self.path,
+            path,
             self.runtime.clock() - snapshot["saved_at"],
             len(state.sources),
             len(state.frontier),
@@ -159,18 +150,23 @@ class Checkpointer:
 
 
 def read_checkpoint(path: Path) -> dict[str, Any]:
-    """The saved state in ``path`` (a file this module wrote in the user's own job directory;
-    ``ValueError`` if it is of another format version)."""
+    """The snapshot in ``path`` (:func:`scrapy_echo.snapshot.read`), or in a legacy pickle
+    this project wrote in the user's own job directory; ``ValueError`` if it is neither."""
+    if path.name != LEGACY_FILE_NAME:
+        return snapshots.read(path.read_bytes())
     snapshot: dict[str, Any] = pickle.loads(path.read_bytes())
-    if snapshot.get("version") != FORMAT_VERSION:
+    if snapshot.get("version") != _LEGACY_VERSION:
         raise ValueError(f"format version {snapshot.get('version')!r}")
     return snapshot
 
 
-def _encode(request: Request, spider: Spider) -> dict[str, Any] | None:
-    """Scrapy's dict form of ``request``; ``None`` if it cannot be saved (a callback that
-    is not a spider method), counted by the caller."""
-    try:
-        return request.to_dict(spider=spider)
-    except ValueError:
-        return None
+def _legacy_decoder(spider: Spider) -> Callable[[Any], Request]:
+    """Legacy checkpoints stored requests in Scrapy's dict form."""
+
+    def decode(data: Any) -> Request:
+        try:
+            return request_from_dict(data, spider=spider)
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise ValueError(f"saved request unusable: {exc}") from None
+
+    return decode

@@ -1,6 +1,6 @@
 """What a crawl's saved state says: a summary, five plots and a one-page HTML report.
 
-Reads the state a crawl saved (``JOBDIR/echo-state.pickle``, or the planner's state in Redis),
+Reads the state a crawl saved (``JOBDIR/echo-state.json``, or the planner's state in Redis),
 re-solves the schedule from its estimates with the last budget it used, and draws:
 
 - ``intervals.png``: each source's recrawl interval against its value (``λP``, clicks per

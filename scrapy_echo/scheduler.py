@@ -22,6 +22,7 @@ from scrapy import Request
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.task import LoopingCall
 
+from scrapy_echo.distributed.wire import decode_request, encode_request
 from scrapy_echo.jobdir import Checkpointer
 from scrapy_echo.runtime import EchoComponent, EchoRuntime
 from scrapy_echo.settings import read_sources
@@ -144,6 +145,19 @@ class EchoScheduler(EchoComponent):
         if rate is not None:
             self._next_slot = max(self._next_slot, now - _BURST_SECONDS) + 1.0 / rate
         return request
+
+    # -- requests as data (JOBDIR and Redis) -------------------------------------------------
+    def encode(self, request: Request) -> str:
+        """``request`` as JSON data (:mod:`scrapy_echo.distributed.wire`); ``ValueError`` if
+        it cannot be stored (a callback that is not a spider method, meta that is not JSON)."""
+        assert self.spider is not None
+        return encode_request(request, self.spider, self._source_callback)
+
+    def decode(self, payload: bytes | str) -> Request:
+        """The request ``payload`` stores; ``ValueError`` (``InvalidPayload``) if it is not
+        one this spider can run."""
+        assert self.spider is not None
+        return decode_request(payload, self.spider, self._source_callback)
 
     # -- lanes -----------------------------------------------------------------------------
     def _pick(self, now: float) -> Request | None:

@@ -177,7 +177,7 @@ def test_kill_9_then_restart_resumes_from_jobdir(tmp_path, site_factory):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    checkpoint = jobdir / "echo-state.pickle"
+    checkpoint = jobdir / "echo-state.json"
     deadline = time.time() + 60
     while time.time() < deadline and not (checkpoint.exists() and site.article_hits("busy") >= 6):
         time.sleep(0.2)

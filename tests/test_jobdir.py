@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import logging
+import pickle
+import shutil
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import scrapy
 from scrapy import Request
 from scrapy.utils.test import get_crawler
@@ -101,3 +105,65 @@ def test_unreadable_checkpoint_is_moved_aside(tmp_path, caplog) -> None:
     assert len(scheduler.state.sources) == 2  # a fresh start from the settings
     scheduler.close("shutdown")
     assert (job / FILE_NAME).exists()  # and a good checkpoint written at close
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_snapshot_of_format_version_2_still_loads(tmp_path) -> None:
+    """``tests/data/echo-state-v2.json`` was written by the build that introduced format 2;
+    every later build must resume from it."""
+    job = tmp_path / "job"
+    job.mkdir()
+    shutil.copy(DATA / "echo-state-v2.json", job / FILE_NAME)
+    scheduler = open_scheduler(str(job), str(tmp_path / "clicks.jsonl"))
+    state = scheduler.state
+    assert [s.url for s in state.sources] == ["http://a.test/", "http://b.test/"]
+    assert state.sources[1].etag == '"v7"'
+    assert state.last_crawl.tolist() == [940.0, 990.0]
+    assert state.crawled_pages == 1
+    assert state.learner.clicks_caught == 3.0  # the click at 970 s, after the fetch at 960 s
+    assert [p.page.url for p in state.frontier.pages()] == ["http://a.test/y"]
+    assert [r.url for r in scheduler.plain] == ["http://a.test/plain"]
+    assert state.source_crawled(0, 1000.0, ["http://a.test/x", "http://a.test/z"]) == [
+        "http://a.test/z"
+    ]
+    estimates = state.learner.estimates(1000.0)
+    assert np.isfinite(estimates.link_rate).all() and np.isfinite(estimates.profit).all()
+    scheduler.close("shutdown")
+
+
+def test_a_legacy_pickle_checkpoint_is_read_once_and_replaced(tmp_path) -> None:
+    """Job directories of builds before the one snapshot format hold a pickle of the state's
+    objects; the first run of this build resumes from it and writes the new format."""
+    from scrapy_echo.jobdir import LEGACY_FILE_NAME
+    from scrapy_echo.model.learning import SourceLearner
+    from scrapy_echo.state import SourceStatus
+
+    job = tmp_path / "job"
+    job.mkdir()
+    spider = Spider()
+    learner = SourceLearner(2)
+    learner.record_crawl(0, 900.0, 0)
+    legacy = {
+        "version": 1,
+        "saved_at": 990.0,
+        "sources": [SourceStatus("http://a.test/", crawls=1), SourceStatus("http://b.test/")],
+        "last_crawl": np.array([900.0, np.nan]),
+        "seen": {123, 456},
+        "crawled_pages": 4,
+        "learner": learner,
+        "frontier": [(0, page("http://a.test/w", 0).to_dict(spider=spider), 900.0, 950.0)],
+        "plain": [Request("http://a.test/plain").to_dict(spider=spider)],
+        "feeds": {},
+        "history": [],
+    }
+    (job / LEGACY_FILE_NAME).write_bytes(pickle.dumps(legacy))
+    scheduler = open_scheduler(str(job), str(tmp_path / "clicks.jsonl"))
+    state = scheduler.state
+    assert state.crawled_pages == 4 and state.seen == {123, 456}
+    assert state.sources[0].crawls == 1
+    assert [p.page.url for p in state.frontier.pages()] == ["http://a.test/w"]
+    assert [r.url for r in scheduler.plain] == ["http://a.test/plain"]
+    scheduler.close("shutdown")
+    assert (job / FILE_NAME).exists() and not (job / LEGACY_FILE_NAME).exists()

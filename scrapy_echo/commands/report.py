@@ -56,18 +56,20 @@ class Command(ScrapyCommand):
         if bool(opts.jobdir) == bool(opts.redis):
             raise UsageError("give one of --jobdir DIR or --redis URL (with --spider NAME)")
         if opts.jobdir:
-            from scrapy_echo.jobdir import FILE_NAME, read_checkpoint
+            from scrapy_echo.jobdir import FILE_NAME, LEGACY_FILE_NAME, read_checkpoint
 
-            path = Path(opts.jobdir) / FILE_NAME
-            if not path.exists():
-                raise UsageError(f"no ECHO state in {opts.jobdir} (no {FILE_NAME})")
-            return read_checkpoint(path)
+            for name in (FILE_NAME, LEGACY_FILE_NAME):
+                path = Path(opts.jobdir) / name
+                if path.exists():
+                    return read_checkpoint(path)
+            raise UsageError(f"no ECHO state in {opts.jobdir} (no {FILE_NAME})")
         return self._load_redis(opts)
 
     def _load_redis(self, opts: argparse.Namespace) -> dict[str, Any]:
         from scrapy.settings import BaseSettings
 
-        from scrapy_echo.distributed import codec
+        from scrapy_echo import snapshot
+        from scrapy_echo.codec import CodecError
         from scrapy_echo.distributed.scheduler import redis_client
         from scrapy_echo.distributed.store import RedisStore
 
@@ -79,7 +81,7 @@ class Command(ScrapyCommand):
         loaded = RedisStore(client, f"{prefix}:{opts.spider}").load_snapshot()
         if loaded is None:
             raise UsageError(f"no ECHO state in Redis under {prefix}:{opts.spider}")
-        snapshot = codec.loads(loaded[0])
-        if not isinstance(snapshot, dict):
-            raise UsageError("the ECHO state in Redis is not a state snapshot")
-        return snapshot
+        try:
+            return snapshot.read(loaded[0])
+        except CodecError as exc:
+            raise UsageError(f"the ECHO state in Redis is not a state snapshot: {exc}") from None

@@ -3,5 +3,5 @@
 - :mod:`.scheduler`: each worker's scheduler (leases, acks, the global budget, no blocking).
 - :mod:`.planner`: the one worker at a time that holds the state and runs the policy.
 - :mod:`.store` and :mod:`.scripts`: keys and atomic Lua scripts.
-- :mod:`.wire` and :mod:`.codec`: requests and state as data, never pickle.
+- :mod:`.wire`: requests as data, never pickle (the state: :mod:`scrapy_echo.snapshot`).
 """

@@ -21,8 +21,8 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any, Protocol
 
-from scrapy_echo.distributed.codec import CodecError
-from scrapy_echo.distributed.snapshot import dump_state, load_state
+from scrapy_echo import snapshot as snapshots
+from scrapy_echo.codec import CodecError
 from scrapy_echo.model.policies import make_policy
 from scrapy_echo.observations import InvalidEvent, apply_event, check_event
 from scrapy_echo.settings import read_sources
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_EVENTS_PER_ROUND = 2000
+EVENTS_PER_ROUND = 2000
 _PAGE_HEAD_START_MS = 1e9  # ~11 days: more than any source crawl waits in the queue
 _SNAPSHOT_NEVER = -math.inf
 
@@ -105,7 +105,8 @@ class Planner:
         if loaded is not None:
             data, self.last_event = loaded
             try:
-                fresh, refused = load_state(self.runtime, data, self.scheduler.decode)
+                saved = snapshots.read(data)
+                fresh, _, refused = snapshots.restore(self.runtime, saved, self.scheduler.decode)
                 if refused:
                     self.scheduler.count_rejected("snapshot_request", refused)
             except CodecError as exc:
@@ -212,7 +213,7 @@ class Planner:
         return now - self._saved_at >= self.config.redis_snapshot_interval
 
     def snapshot(self, now: float) -> tuple[bytes, str]:
-        data, skipped = dump_state(self.runtime, self.scheduler.encode)
+        data, skipped = snapshots.dump(self.runtime, self.scheduler.encode)
         if skipped:
             self.scheduler.count_rejected("unencodable", skipped)
         self._saved_at = now

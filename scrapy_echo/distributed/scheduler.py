@@ -37,9 +37,9 @@ from scrapy_redis.connection import get_redis_from_settings  # type: ignore[impo
 from twisted.internet.defer import Deferred
 
 from scrapy_echo.distributed.iothread import RedisThread
-from scrapy_echo.distributed.planner import _EVENTS_PER_ROUND, Planner
+from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
 from scrapy_echo.distributed.store import Exchange, RedisStore
-from scrapy_echo.distributed.wire import InvalidPayload, decode_request, encode_request
+from scrapy_echo.distributed.wire import InvalidPayload
 from scrapy_echo.scheduler import EchoScheduler
 from scrapy_echo.settings import read_sources
 
@@ -183,15 +183,6 @@ class DistributedScheduler(EchoScheduler):
         self.inc_stat(f"echo/scheduler/dequeued/{kind}")
         return request
 
-    # -- requests as data ------------------------------------------------------------------
-    def encode(self, request: Request) -> str:
-        assert self.spider is not None
-        return encode_request(request, self.spider, self._source_callback)
-
-    def decode(self, payload: bytes | str) -> Request:
-        assert self.spider is not None
-        return decode_request(payload, self.spider, self._source_callback)
-
     def count_rejected(self, kind: str, count: int = 1, *, message: str = "") -> None:
         """Count something refused (a bad payload, event or source); log each kind once."""
         self.inc_stat("echo/redis/rejected", count)
@@ -290,7 +281,7 @@ class DistributedScheduler(EchoScheduler):
                 raise
         if planner.active:
             polled = self.store.poll(
-                self.token, planner.lease_ms(), planner.last_event, _EVENTS_PER_ROUND, solves
+                self.token, planner.lease_ms(), planner.last_event, EVENTS_PER_ROUND, solves
             )
             return "poll", polled
         return None

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -208,6 +209,63 @@ class ClickHistogram:
             )
         return ClickTable(mean, pages, self.bin_width, cumulative)
 
+    # -- persistence ----------------------------------------------------------------------
+    def to_data(self) -> dict[str, Any]:
+        """Plain data (numbers, lists, arrays) for a snapshot; :meth:`from_data` reverses it."""
+        return {
+            "bin_width": self.bin_width,
+            "bins": self.bins,
+            "grace": self.grace,
+            "rows": [[page, row] for page, row in self._rows.items()],
+            "row_source": self._row_source,
+            "row_appeared": self._row_appeared,
+            "row_crawled": self._row_crawled,
+            "row_first": self._row_first,
+            "row_clicks": self._row_clicks,
+            "row_live": self._row_live,
+            "free": list(self._free),
+            "mature_clicks": self._mature_clicks,
+            "mature_pages": self._mature_pages,
+            "mature_clicks_after": self._mature_clicks_after,
+            "mature_pages_after": self._mature_pages_after,
+            "sees_before_crawl": self.sees_before_crawl,
+            "caught": self.caught,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ClickHistogram:
+        """The histogram :meth:`to_data` described; ``ValueError`` if the data is not one."""
+        out = cls(
+            bin_width=float(data["bin_width"]), bins=int(data["bins"]), grace=float(data["grace"])
+        )
+        n_rows = len(data["row_source"])
+        for name, dtype, width in (
+            ("row_source", np.intp, None),
+            ("row_appeared", np.float64, None),
+            ("row_crawled", np.float64, None),
+            ("row_first", np.intp, None),
+            ("row_clicks", np.float64, out.bins),
+            ("row_live", bool, None),
+        ):
+            setattr(out, "_" + name, _array(data[name], dtype, n_rows, width))
+        n_src = len(data["mature_pages"])
+        for name, dtype in (
+            ("mature_clicks", np.float64),
+            ("mature_pages", np.int64),
+            ("mature_clicks_after", np.float64),
+            ("mature_pages_after", np.int64),
+        ):
+            setattr(out, "_" + name, _array(data[name], dtype, n_src, out.bins))
+        out._free = [int(row) for row in data["free"]]
+        for page, row in data["rows"]:
+            if not 0 <= int(row) < n_rows:
+                raise ValueError(f"row {row!r} out of range")
+            out._rows[page] = int(row)
+            out._row_page[int(row)] = page
+        out.sees_before_crawl = bool(data["sees_before_crawl"])
+        out.caught = float(data["caught"])
+        return out
+
     # -- internals ------------------------------------------------------------------------
     def _move_appearances(self, rows: IntArray, stamped: FloatArray) -> None:
         """A click before a page's estimated appearance proves the page older: move the
@@ -266,3 +324,12 @@ class ClickHistogram:
         for row in old.tolist():
             del self._rows[self._row_page.pop(row)]
             self._free.append(row)
+
+
+def _array(value: Any, dtype: Any, rows: int, width: int | None) -> NDArray[Any]:
+    """``value`` as an array of ``dtype`` and shape ``(rows,)`` or ``(rows, width)``."""
+    array = np.array(value, dtype=dtype)
+    shape = (rows,) if width is None else (rows, width)
+    if array.shape != shape:
+        raise ValueError(f"array of shape {array.shape}, expected {shape}")
+    return array

@@ -14,10 +14,11 @@ counted, as are clicks for pages never crawled.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -180,6 +181,47 @@ class SourceLearner:
         known = getattr(self, "_mean_known", None)  # (learners saved before it existed)
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)
         return Estimates(lam, prof, mu, mean)
+
+    # -- persistence ----------------------------------------------------------------------
+    def to_data(self) -> dict[str, Any]:
+        """Plain data for a snapshot; :meth:`from_data` reverses it. The click fit is not
+        saved: the first estimates after a restore refit it."""
+        return {
+            "sources": self._sources,
+            "crawls": self.crawls.to_dict(),
+            "clicks": self.clicks.to_data(),
+            "cold": dataclasses.asdict(self.cold),
+            "pending_horizon": self.pending_horizon,
+            "max_pending": self.max_pending,
+            "pending": [[page, [list(r) for r in rows]] for page, rows in self._pending.items()],
+            "dropped_clicks": self.dropped_clicks,
+            "refit_every": self.refit_every,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> SourceLearner:
+        """The learner :meth:`to_data` described; ``ValueError``, ``KeyError`` or
+        ``TypeError`` if the data is not one."""
+        crawls = CrawlHistory.from_dict(data["crawls"])
+        clicks = ClickHistogram.from_data(data["clicks"])
+        out = cls(
+            int(data["sources"]),
+            history=crawls.history,
+            bin_width=clicks.bin_width,
+            bins=clicks.bins,
+            grace=clicks.grace,
+            cold=ColdStart(**data["cold"]),
+            pending_horizon=float(data["pending_horizon"]),
+            max_pending=int(data["max_pending"]),
+            refit_every=float(data["refit_every"]),
+        )
+        out.crawls, out.clicks = crawls, clicks
+        out.crawls.grow(out.sources)
+        for page, rows in data["pending"]:
+            out._pending[page] = [(float(ts), float(count)) for ts, count in rows]
+        out._pending_rows = sum(len(rows) for rows in out._pending.values())
+        out.dropped_clicks = int(data["dropped_clicks"])
+        return out
 
     def _trim(self, now: float) -> None:
         """Drop pending clicks that are too old or too many, oldest page first."""

@@ -1,10 +1,13 @@
-"""A data-only codec for the crawl state kept in Redis: JSON with tagged values, never pickle.
+"""A data-only codec for saved crawl state (JOBDIR and Redis): JSON with tagged values, never
+pickle.
 
 Whoever can write to Redis must not be able to run code on the workers, so the state is
-encoded as JSON in which numpy arrays, tuples, sets, dicts with non-string keys and the model's
-own objects are tagged. Decoding builds only plain values, numpy arrays of a few numeric
-dtypes (from raw bytes, no pickle), and instances of the classes in :data:`CLASSES`, filled
-attribute by attribute without running any of their code. Anything else is a
+encoded as JSON in which numpy arrays, tuples, sets and dicts with non-string keys are tagged.
+Decoding builds only plain values and numpy arrays of a few numeric dtypes (from raw bytes, no
+pickle). Snapshots of format version 1 (the first Redis planner's) also tagged the model's own
+objects by their attributes; those still decode, into instances of the classes in
+:data:`CLASSES` filled attribute by attribute without running any of their code, so that
+:mod:`scrapy_echo.snapshot` can upgrade them. This version writes none. Anything else is a
 :class:`CodecError`.
 """
 
