@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest
 
+from scrapy_echo.core.events import SourceFailed, SourceNotModified
 from scrapy_echo.runtime import EchoComponent
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class EchoDownloaderMiddleware(EchoComponent):
             return response
         url = str(echo.get("url", request.url))
         if response.status == 304:
-            self.runtime.observe({"e": "304", "url": url, "t": now})
+            self.runtime.observe(SourceNotModified(url, now))
             self.inc_stat("echo/sources/not_modified")
             self.runtime.done(request)
             raise IgnoreRequest(f"ECHO source not modified: {request.url}")
@@ -62,5 +63,5 @@ class EchoDownloaderMiddleware(EchoComponent):
         self.runtime.done(request)
 
     def _failed(self, url: str, request: Request, why: str) -> None:
-        self.runtime.observe({"e": "fail", "url": url, "t": self.runtime.clock(), "why": why})
+        self.runtime.observe(SourceFailed(url, self.runtime.clock(), why))
         self.inc_stat("echo/sources/failed")

@@ -13,9 +13,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from scrapy_echo.core.crawl import CrawlCore, NewPage
+from scrapy_echo.core.events import ClicksArrived, Event
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Policy, make_policy
-from scrapy_echo.observations import apply_event
 from scrapy_echo.settings import EchoConfig
 from scrapy_echo.state import CrawlState
 
@@ -85,19 +86,38 @@ class EchoRuntime:
         self.crawler = crawler
         self.config = EchoConfig.from_settings(crawler.settings)
         self.clock = clock
-        self.state = CrawlState(self.config)
-        self.policy: Policy = make_policy(self.config.policy)
+        self.core = CrawlCore(self.config, make_policy(self.config.policy))
         self.throughput = Throughput(window=max(60.0, self.config.resolve_interval))
         self.lanes = LaneShare(window=max(60.0, self.config.resolve_interval))
-        self.solves = 0
         self.feeds: list[ClickFeedReader] = []  # the extension's file readers
         self._invalid_kinds_logged: set[str] = set()
         self._wake_warned = False
         # Distributed mode (:mod:`scrapy_echo.distributed`) sets these: events then travel to
         # the worker that holds the state, and each leased request is acknowledged when done.
-        self.transport: Callable[[dict[str, Any]], None] | None = None
+        self.transport: Callable[[Event], None] | None = None
         self.holds_state = True  # False on a distributed worker that is not the planner
         self.on_done: Callable[[Request], None] | None = None
+
+    # The core's parts, by their old names (every component reaches them through here).
+    @property
+    def state(self) -> CrawlState:
+        return self.core.state
+
+    @state.setter
+    def state(self, state: CrawlState) -> None:
+        self.core.state = state
+
+    @property
+    def policy(self) -> Policy:
+        return self.core.policy
+
+    @policy.setter
+    def policy(self, policy: Policy) -> None:
+        self.core.policy = policy
+
+    @property
+    def solves(self) -> int:
+        return self.core.solves
 
     @classmethod
     def of(cls, crawler: Crawler) -> EchoRuntime:
@@ -116,20 +136,10 @@ class EchoRuntime:
 
     def replan(self) -> Plan:
         """Fresh estimates, a fresh schedule; one summary line in the log."""
-        now = self.clock()
-        estimates = self.state.learner.estimates(now)
         # The plan spends what the plain lane leaves of the budget, as measured lately.
         plain_share = self.lanes.share()
         budget = self.crawl_rate() * (1.0 - plain_share)
-        plan = self.policy.replan(estimates, budget)
-        self.solves += 1
-        self.state.record(
-            now,
-            budget=budget,
-            omega=plan.omega,
-            kept=int(plan.kept.sum()),
-            dropped=int(getattr(self.policy, "dropped_pages", 0)),
-        )
+        plan = self.core.replan(self.clock(), budget)
         stats = self.crawler.stats
         if stats is not None:
             stats.set_value("echo/solver/solves", self.solves)
@@ -141,7 +151,7 @@ class EchoRuntime:
             "ECHO re-solve %d: %d sources, %d kept, budget %.3g pages/s, omega %.3g, "
             "%d pages waiting",
             self.solves,
-            len(estimates),
+            len(plan),
             int(plan.kept.sum()),
             budget,
             plan.omega,
@@ -149,21 +159,33 @@ class EchoRuntime:
         )
         return plan
 
-    def observe(self, event: dict[str, Any]) -> list[Request]:
-        """Apply what a middleware saw (:mod:`scrapy_echo.observations`); the requests for the
-        new pages it revealed. In distributed mode the event is sent on instead, and its new
-        pages are queued by the worker that applies it."""
+    def observe(self, event: Event) -> list[Request]:
+        """Apply what a middleware saw; the requests for the new pages it revealed. In
+        distributed mode the event is sent on instead, and its new pages are queued by the
+        worker that applies it."""
         if self.transport is not None:
             self.transport(event)
             return []
-        return apply_event(self, event, self.page_request)
+        return [self.page_request(page) for page in self.apply(event)]
+
+    def apply(self, event: Event) -> list[NewPage]:
+        """Hand ``event`` to the core; click rows are checked (and bad ones counted) here."""
+        if isinstance(event, ClicksArrived):
+            self.push_clicks(
+                {"url": row[0], "ts": row[1], "clicks": row[2]}
+                if isinstance(row, list) and len(row) == 3
+                else row
+                for row in event.rows
+            )
+            return []
+        return self.core.apply(event)
 
     def done(self, request: Request | None) -> None:
         """``request`` has been processed (its response, or its final failure)."""
         if self.on_done is not None and request is not None:
             self.on_done(request)
 
-    def page_request(self, url: str, echo: dict[str, Any]) -> Request:
+    def page_request(self, page: NewPage) -> Request:
         """The request for a new page: to the spider's ``echo_page_callback`` (a method or its
         name), else its ``parse``."""
         from scrapy import Request
@@ -171,7 +193,7 @@ class EchoRuntime:
         spider = self.crawler.spider
         name = getattr(spider, "echo_page_callback", None)
         callback = name if callable(name) else getattr(spider, name or "parse")
-        return Request(url, callback=callback, meta={"echo": echo})
+        return Request(page.url, callback=callback, meta={"echo": page.meta()})
 
     def wake_engine(self) -> None:
         """Ask the engine for requests now, not at its next 5 s heartbeat.
@@ -203,10 +225,10 @@ class EchoRuntime:
         """Fold validated click rows into the learner; returns how many."""
         rows = list(rows)
         if rows and not self.holds_state and self.transport is not None:
-            self.transport({"e": "clicks", "rows": [[r.url, r.ts, r.clicks] for r in rows]})
+            self.transport(ClicksArrived(tuple([r.url, r.ts, r.clicks] for r in rows)))
             return len(rows)
         if rows:
-            self.state.learner.add_clicks(
+            self.core.add_clicks(
                 [row.url for row in rows], [row.ts for row in rows], [row.clicks for row in rows]
             )
             if self.crawler.stats is not None:

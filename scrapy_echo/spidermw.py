@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from scrapy_echo.core.events import PageFetched, SourceFetched
 from scrapy_echo.outlinks import extract_outlinks, published_time
 from scrapy_echo.runtime import EchoComponent
 
@@ -67,14 +68,13 @@ class EchoSpiderMiddleware(EchoComponent):
             same_site=config.same_site,
             limit=config.max_links_per_source,
         )
-        event = {
-            "e": "crawl",
-            "url": str(echo.get("url", response.url)),
-            "t": float(echo.get("fetched", self.runtime.clock())),
-            "links": [[link.url, link.published] for link in links],
-            "etag": echo.get("etag"),
-            "lm": echo.get("lm"),
-        }
+        event = SourceFetched(
+            str(echo.get("url", response.url)),
+            float(echo.get("fetched", self.runtime.clock())),
+            tuple((link.url, link.published) for link in links),
+            echo.get("etag"),
+            echo.get("lm"),
+        )
         requests = self.runtime.observe(event)
         self.inc_stat("echo/sources/crawled")
         if requests:
@@ -93,12 +93,11 @@ class EchoSpiderMiddleware(EchoComponent):
         source_url = echo.get("source_url")
         if source_url is None:  # a request queued by an earlier version (JOBDIR)
             source_url = self.state.sources[int(echo["source"])].url
-        event = {
-            "e": "page",
-            "url": str(echo["page"]),
-            "source": str(source_url),
-            "appeared": appeared,
-            "t": float(echo.get("fetched", self.runtime.clock())),
-        }
+        event = PageFetched(
+            str(echo["page"]),
+            str(source_url),
+            appeared,
+            float(echo.get("fetched", self.runtime.clock())),
+        )
         self.runtime.observe(event)
         self.inc_stat("echo/pages/crawled")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -19,7 +19,6 @@ from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.priors import ColdStart
-from scrapy_echo.settings import EchoConfig
 from scrapy_echo.urls import canonical_url
 
 HISTORY_LIMIT = 500
@@ -31,6 +30,29 @@ HISTORY_CELLS = 5_000_000
 def fingerprint(url: str) -> int:
     """64 bits of a canonical URL: the seen-links set holds these instead of strings."""
     return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
+
+
+class StateConfig(Protocol):
+    """The settings the crawl state is built from: the crawl's
+    :class:`~scrapy_echo.settings.EchoConfig`, or the simulator's settings, under the same
+    names."""
+
+    @property
+    def history_size(self) -> int: ...
+    @property
+    def click_bin(self) -> float: ...
+    @property
+    def click_bins(self) -> int: ...
+    @property
+    def click_push_period(self) -> float: ...
+    @property
+    def resolve_interval(self) -> float: ...
+    @property
+    def default_profit(self) -> float: ...
+    @property
+    def failure_backoff(self) -> float: ...
+    @property
+    def failure_backoff_max(self) -> float: ...
 
 
 @dataclass
@@ -51,7 +73,7 @@ class SourceStatus:
 class CrawlState:
     """Sources, their crawl times and learned estimates, seen links, and waiting pages."""
 
-    config: EchoConfig
+    config: StateConfig
     sources: list[SourceStatus] = field(default_factory=list)
     source_ids: dict[str, int] = field(default_factory=dict)  # canonical URL -> id
     seen: set[int] = field(default_factory=set)  # fingerprints of every link seen on a source
@@ -60,6 +82,8 @@ class CrawlState:
     # when it passes HISTORY_LIMIT, so a long crawl keeps its whole span at a coarser grain.
     history: list[dict[str, Any]] = field(default_factory=list)
     _last_crawl: FloatArray = field(default_factory=lambda: np.full(0, np.nan))
+    _ids_as_given: dict[str, int] = field(default_factory=dict)  # URL as given -> id
+    _last_view: FloatArray = field(default_factory=lambda: np.full(0, np.nan))
 
     def __post_init__(self) -> None:
         cfg = self.config
@@ -70,7 +94,9 @@ class CrawlState:
             bins=cfg.click_bins,
             grace=cfg.click_push_period,
             cold=ColdStart(profit=cfg.default_profit),
-            refit_every=min(cfg.click_push_period, cfg.resolve_interval),
+            # P and μ are refitted once per push of the click log (the paper's "logs push
+            # period"): clicks come in that often.
+            refit_every=cfg.click_push_period,
         )
         self.frontier = Frontier(0)
 
@@ -83,21 +109,28 @@ class CrawlState:
     @property
     def last_crawl(self) -> FloatArray:
         """When each source was last crawled (NaN: never), a view of the first ``n``."""
-        return self._last_crawl[: len(self.sources)]
+        return self._last_view
 
     def add_source(self, url: str) -> int:
         """The id of ``url`` as a source, adding it if new."""
+        known = self._ids_as_given.get(url)  # (canonical_url costs more than the rest)
+        if known is not None:
+            return known
         key = canonical_url(url)
         known = self.source_ids.get(key)
         if known is not None:
+            self._ids_as_given[url] = known
             return known
         source = len(self.sources)
         self.sources.append(SourceStatus(url))
         self.source_ids[key] = source
+        self._ids_as_given[url] = source
         if source >= self._last_crawl.size:  # grow by doubling: sources may come one by one
             grown = np.full(max(16, 2 * self._last_crawl.size), np.nan)
             grown[: self._last_crawl.size] = self._last_crawl
             self._last_crawl = grown
+        # The view the policies read at every decision, made once per added source.
+        self._last_view = self._last_crawl[: len(self.sources)]
         self.learner.grow(source + 1)
         self.frontier.grow(source + 1)
         return source
@@ -181,4 +214,4 @@ class CrawlState:
         self.learner.add_page(page, source=source, appeared=appeared, crawled=crawled)
 
 
-__all__ = ["CrawlState", "SourceStatus", "fingerprint"]
+__all__ = ["CrawlState", "SourceStatus", "StateConfig", "fingerprint"]

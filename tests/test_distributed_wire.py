@@ -152,6 +152,7 @@ def test_planner_state_round_trips_through_a_snapshot() -> None:
     from scrapy.utils.test import get_crawler
 
     from scrapy_echo import snapshot
+    from scrapy_echo.core import NewPage
     from scrapy_echo.runtime import EchoRuntime
 
     crawler = get_crawler(Spider, {"ECHO_SOURCES": ["http://a.test/", "http://b.test/"]})
@@ -164,7 +165,8 @@ def test_planner_state_round_trips_through_a_snapshot() -> None:
     new = state.source_crawled(0, 200.0, ["http://a.test/old", "http://a.test/new"])
     assert new == ["http://a.test/new"]
     state.sources[0].etag = '"v1"'
-    page = runtime.page_request("http://a.test/new", {"kind": "page", "source": 0})
+    found = NewPage("http://a.test/new", 0, "http://a.test/", 150.0, (100.0, 200.0), 200.0)
+    page = runtime.page_request(found)
     state.frontier.push(0, page, appeared=150.0, discovered=200.0)
     state.page_crawled("http://a.test/seen", 0, 120.0, 130.0)
 

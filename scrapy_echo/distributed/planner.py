@@ -2,7 +2,7 @@
 
 Every worker sends what it observes to the ``events`` stream. The worker holding the solver
 lease (a key with an expiry, renewed every round) applies those events to the state, with the
-same :func:`~scrapy_echo.observations.apply_event` and policy as a single machine, re-solves
+same :class:`~scrapy_echo.core.crawl.CrawlCore` and policy as a single machine, re-solves
 the intervals (the extension asks it, as on one machine), and keeps a couple of seconds of
 chosen requests in the shared queue. Every ``ECHO_REDIS_SNAPSHOT_INTERVAL`` it saves the state
 and the id of the last event in it, and trims the stream up to there.
@@ -23,8 +23,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy_echo import snapshot as snapshots
 from scrapy_echo.codec import CodecError
+from scrapy_echo.core.events import (
+    InvalidEvent,
+    PageFetched,
+    SourceFailed,
+    SourceFetched,
+    SourceNotModified,
+    from_json,
+)
 from scrapy_echo.model.policies import make_policy
-from scrapy_echo.observations import InvalidEvent, apply_event, check_event
 from scrapy_echo.settings import read_sources
 from scrapy_echo.state import CrawlState, fingerprint
 from scrapy_echo.urls import canonical_url
@@ -144,26 +151,22 @@ class Planner:
         for event_id, raw in events:
             self.last_event = event_id
             try:
-                event = check_event(json.loads(raw))
-            except (ValueError, UnicodeDecodeError) as exc:
+                event = from_json(json.loads(raw))
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 kind = exc.kind if isinstance(exc, InvalidEvent) else "event_not_json"
                 self.scheduler.count_rejected(kind, message=f"event {event_id}: {exc}")
                 continue
-            if event["e"] in ("crawl", "page", "304", "fail"):
+            if isinstance(event, SourceFetched | PageFetched | SourceNotModified | SourceFailed):
                 self.runtime.throughput.add(now)
-            if event["e"] in ("crawl", "304", "fail"):
-                self.outstanding.pop(source_id(event["url"]), None)
+            if isinstance(event, SourceFetched | SourceNotModified | SourceFailed):
+                self.outstanding.pop(source_id(event.url), None)
             try:
-                requests = apply_event(self.runtime, event, self.runtime.page_request)
+                pages = self.runtime.apply(event)
             except Exception as exc:  # well formed, yet the state cannot take it: skip it
                 self.scheduler.count_rejected("event_failed", message=f"{event_id}: {exc!r}")
                 continue
-            for request in requests:
-                echo = request.meta["echo"]
-                self.runtime.state.frontier.push(
-                    echo["source"], request, appeared=echo["appeared"],
-                    discovered=echo["discovered"],
-                )  # fmt: skip
+            for page in pages:
+                self.runtime.core.queue(page, self.runtime.page_request(page))
         for raw in sources:
             try:
                 (url,) = read_sources([raw.decode()])

@@ -3,7 +3,7 @@
 On with ``REDIS_URL`` (the add-on picks this scheduler; ``REDIS_PARAMS`` as in scrapy-redis).
 Each worker, every ``ECHO_REDIS_POLL_INTERVAL``, makes one round trip on its Redis thread:
 
-- sends the events its middlewares observed (:mod:`scrapy_echo.observations`), the acks of
+- sends the events its middlewares observed (:mod:`scrapy_echo.core.events`), the acks of
   requests it finished, lease renewals of those still in its hands, and the spider's own
   requests (the plain lane, deduplicated in Redis with expiry);
 - leases up to ``ECHO_REDIS_PREFETCH`` requests, within the global ``ECHO_CRAWL_RATE`` (a
@@ -36,6 +36,7 @@ from scrapy.settings import BaseSettings
 from scrapy_redis.connection import get_redis_from_settings  # type: ignore[import-untyped]
 from twisted.internet.defer import Deferred
 
+from scrapy_echo.core.events import Event, SourceAdded, to_json
 from scrapy_echo.distributed.iothread import RedisThread
 from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
 from scrapy_echo.distributed.store import Exchange, RedisStore
@@ -109,7 +110,7 @@ class DistributedScheduler(EchoScheduler):
         )
         self.io.start()
         for url in self.runtime.config.sources + read_sources(getattr(spider, "echo_sources", ())):
-            self._send_event({"e": "source", "url": url})
+            self._send_event(SourceAdded(url))
         logger.info(
             "ECHO distributed worker %s on %s, budget %s for all workers",
             self.token,
@@ -154,7 +155,7 @@ class DistributedScheduler(EchoScheduler):
             self.followups.append(request)
             return True
         if request.meta.get("echo_source"):
-            self._send_event({"e": "source", "url": request.url})
+            self._send_event(SourceAdded(request.url))
             self.inc_stat("echo/scheduler/enqueued/new_source")
             return True
         if request.dont_filter:
@@ -193,8 +194,9 @@ class DistributedScheduler(EchoScheduler):
                            message or "see stats")  # fmt: skip
 
     # -- what the middlewares report -------------------------------------------------------
-    def _send_event(self, event: dict[str, Any]) -> None:
-        self.outbox.events.append(json.dumps(event, separators=(",", ":"), allow_nan=False))
+    def _send_event(self, event: Event) -> None:
+        data = to_json(event)
+        self.outbox.events.append(json.dumps(data, separators=(",", ":"), allow_nan=False))
 
     def _done(self, request: Request) -> None:
         member = request.meta.get("echo_lease")

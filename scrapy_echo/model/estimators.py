@@ -81,20 +81,25 @@ class CrawlHistory:
         """One crawl of ``source`` at ``time`` that found ``new_links`` new links."""
         if new_links < 0:
             raise ValueError(f"new_links must be >= 0, got {new_links!r}")
-        self.grow(source + 1)
+        if source >= self.filled.size or "long_links" not in self.__dict__:
+            self.grow(source + 1)  # (also starts the long-run rate of an old saved state)
+        # Python scalars throughout: this runs at every source crawl, and numpy's scalar
+        # arithmetic costs several times more.
+        size = self.history + 1
         slot = int(self.next[source])
-        newest = self.times[source, (slot - 1) % (self.history + 1)]
-        if self.filled[source] and time < newest:
-            raise ValueError(f"crawl times of source {source} must not go back in time")
-        if self.filled[source]:
+        filled = int(self.filled[source])
+        if filled:
+            newest = float(self.times[source, (slot - 1) % size])
+            if time < newest:
+                raise ValueError(f"crawl times of source {source} must not go back in time")
             fade = math.exp(-(time - newest) / self.memory)
-            self.long_links[source] = self.long_links[source] * fade + new_links
-            self.long_span[source] = self.long_span[source] * fade + (time - newest)
+            self.long_links[source] = float(self.long_links[source]) * fade + new_links
+            self.long_span[source] = float(self.long_span[source]) * fade + (time - newest)
         # The very first crawl only records what is there: none of its links count as new.
-        self.counts[source, slot] = new_links if self.filled[source] else 0
+        self.counts[source, slot] = new_links if filled else 0
         self.times[source, slot] = time
-        self.next[source] = (slot + 1) % (self.history + 1)
-        self.filled[source] = min(int(self.filled[source]) + 1, self.history + 1)
+        self.next[source] = (slot + 1) % size
+        self.filled[source] = min(filled + 1, size)
 
     def window(self) -> tuple[FloatArray, FloatArray]:
         """New links found in each source's window and the seconds it spans (0 for sources

@@ -126,10 +126,12 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
 def _run_one(trace: Trace, name: str, rate: float, args: argparse.Namespace, bound: float) -> Score:
     settings = SimSettings(
         crawl_rate=rate,
-        resolve_period=args.resolve_period,
-        push_period=args.push_period,
-        history=args.history,
+        resolve_interval=args.resolve_interval,
+        click_push_period=args.click_push_period,
+        history_size=args.history_size,
         click_bin=args.click_bin,
+        click_bins=args.click_bins,
+        default_profit=args.default_profit,
         clicks_before_crawl=not args.search_log,
     )
     started = time.monotonic()
@@ -298,10 +300,29 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--policies", default="all", help="'all' or names separated by commas")
         p.add_argument("--out", required=True, help="directory for results and plots")
         p.add_argument("--seed", type=int, default=0, help="seed for 'synthetic' and BFS (0)")
-        p.add_argument("--resolve-period", type=float, default=1800.0, help="s (1800)")
-        p.add_argument("--push-period", type=float, default=3600.0, help="click log, s (3600)")
-        p.add_argument("--history", type=int, default=7, help="crawls behind λ (7)")
+        # The crawl settings' names (ECHO_RESOLVE_INTERVAL -> --resolve-interval); the
+        # first build's names still work.
+        p.add_argument(
+            "--resolve-interval",
+            "--resolve-period",
+            type=float,
+            default=1800.0,
+            help="s between re-solves (1800)",
+        )
+        p.add_argument(
+            "--click-push-period",
+            "--push-period",
+            type=float,
+            default=3600.0,
+            help="s between click log deliveries (3600)",
+        )
+        p.add_argument(
+            "--history-size", "--history", type=int, default=7, help="crawls behind λ (7)"
+        )
         p.add_argument("--click-bin", type=float, default=1200.0, help="age bin, s (1200)")
+        p.add_argument("--click-bins", type=int, default=72, help="age bins fitted (72)")
+        p.add_argument("--default-profit", type=float, default=1.0,
+                       help="P before any click data (1)")  # fmt: skip
         p.add_argument(
             "--search-log",
             action="store_true",

@@ -1,14 +1,19 @@
 """Replay a trace against a crawl policy with a simulated clock.
 
 The crawler has ``N`` crawl slots per second. At each slot the policy picks a source or a
-waiting new page (the same :mod:`scrapy_echo.model.policies` objects the Scrapy scheduler
-runs). Crawling a source reveals the links on it at that moment: a link is new if the source
-did not show it at its previous crawl and its page was never seen before; the first crawl of a
-source only records what is there. Crawling a page earns the clicks it gets from then on.
+waiting new page. The crawl's bookkeeping is the live crawler's own: one
+:class:`~scrapy_echo.core.crawl.CrawlCore`, driven with the same typed events the Scrapy
+middlewares send (docs/architecture.rst). Only the fetcher (the trace) and the clock differ.
 
-What the policy learns, it learns as the live crawler does (:class:`SourceLearner`): new-link
-counts per source crawl, and clicks delivered every push period for the pages it crawled,
-never from the future. Intervals are re-solved every re-solve period.
+Crawling a source reveals the links on it at that moment; a link is new if it was never seen
+before; the first crawl of a source only records what is there. Crawling a page earns the
+clicks it gets from then on. Clicks are delivered every push period for the pages crawled,
+never from the future, and intervals are re-solved every re-solve period.
+
+Sources and pages get URLs (``https://sim.invalid/s/<id>``, ``.../p/<id>``) so that the core
+sees what it sees in a live crawl. To save the replay time, a source crawl reports the links
+that appeared on it since its previous crawl (every other visible link was seen then), and
+the first crawl all it shows: the core takes the same new pages from either.
 """
 
 from __future__ import annotations
@@ -19,35 +24,42 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scrapy_echo.core.crawl import CrawlCore
+from scrapy_echo.core.events import PageFetched, SourceFetched
 from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.frontier import Frontier
-from scrapy_echo.model.learning import SourceLearner
-from scrapy_echo.model.policies import Decision, Policy
+from scrapy_echo.model.policies import Policy
 from scrapy_echo.sim.links import LinkIndex
 from scrapy_echo.sim.trace import Trace
+
+_SOURCE_URL = "https://sim.invalid/s/"
+_PAGE_URL = "https://sim.invalid/p/"
 
 
 @dataclass(frozen=True)
 class SimSettings:
-    """How the simulated crawler runs (defaults: the paper's)."""
+    """How the simulated crawler runs: the crawl settings of the same names (``ECHO_*``,
+    docs/reference.rst), with the paper's values as defaults."""
 
     crawl_rate: float  # crawls per second, sources and pages together
-    resolve_period: float = 1800.0  # seconds between re-solves of the intervals
-    push_period: float = 3600.0  # seconds between deliveries of the click log
-    history: int = 7  # crawls of a source behind its λ estimate
+    resolve_interval: float = 1800.0  # seconds between re-solves of the intervals
+    click_push_period: float = 3600.0  # seconds between deliveries of the click log
+    history_size: int = 7  # crawls of a source behind its λ estimate
     click_bin: float = 1200.0  # seconds per age bin of the click fit
     click_bins: int = 72  # age bins fitted (a day at 20 min)
+    default_profit: float = 1.0  # P of a source before any click data
+    failure_backoff: float = 60.0  # (sources never fail in a replay)
+    failure_backoff_max: float = 6 * 3600.0
     # True: the click log has every click of a crawled page, also those before the crawl
     # (site analytics). False: only clicks after the crawl (a search engine's own log: a page
     # it has not indexed gets no clicks from it).
     clicks_before_crawl: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("crawl_rate", "resolve_period", "push_period", "click_bin"):
+        for name in ("crawl_rate", "resolve_interval", "click_push_period", "click_bin"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        for name in ("history", "click_bins"):
+        for name in ("history_size", "click_bins"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
 
@@ -76,50 +88,58 @@ def simulate(
 ) -> Replay:
     """Run ``policy`` over ``trace``; ``progress`` gets the fraction done now and then."""
     links = LinkIndex(trace)
-    n_src, n_pages = trace.n_sources, trace.n_pages
-    learner = SourceLearner(
-        n_src,
-        history=settings.history,
-        bin_width=settings.click_bin,
-        bins=settings.click_bins,
-        grace=settings.push_period,
-        refit_every=settings.push_period,
+    core = CrawlCore(settings, policy)
+    for source in range(trace.n_sources):
+        core.state.add_source(f"{_SOURCE_URL}{source}")
+    replay = Replay(
+        policy.name, settings, np.full(trace.n_pages, np.nan), np.full(trace.n_pages, np.nan)
     )
-    frontier = Frontier(n_src)
-    last_crawl = np.full(n_src, np.nan)
-    seen = bytearray(n_pages)  # pages the crawler has seen linked
-    replay = Replay(policy.name, settings, np.full(n_pages, np.nan), np.full(n_pages, np.nan))
     clicks = _ClickLog(trace)
 
     slot = 1.0 / settings.crawl_rate
     slots = math.floor(trace.duration * settings.crawl_rate)
     next_resolve = 0.0
-    next_push = settings.push_period
+    next_push = settings.click_push_period
     report_every = max(1, slots // 200)
     for k in range(slots):
         now = k * slot
         if now >= next_push:
-            pages, ts, counts = clicks.until(next_push)
-            if not settings.clicks_before_crawl:
-                crawled = replay.crawled[pages] if pages else np.zeros(0)
-                logged = (crawled <= np.asarray(ts)).tolist()  # NaN (never crawled): False
-                pages = [x for x, keep in zip(pages, logged, strict=True) if keep]
-                ts = [x for x, keep in zip(ts, logged, strict=True) if keep]
-                counts = [x for x, keep in zip(counts, logged, strict=True) if keep]
-            learner.add_clicks(pages, ts, counts)
-            next_push += settings.push_period
+            _push_clicks(core, clicks.until(next_push), replay, settings)
+            next_push += settings.click_push_period
         if now >= next_resolve:
-            plan = policy.replan(learner.estimates(now), settings.crawl_rate)
+            plan = core.replan(now, settings.crawl_rate)
             replay.solves += 1
             replay.omega.append((now, plan.omega))
-            next_resolve += settings.resolve_period
-        decision = policy.choose(now, last_crawl, frontier)
+            next_resolve += settings.resolve_interval
+        decision = core.choose(now)
         if decision is None:
             replay.idle_slots += 1
         elif decision.kind == "page":
-            _crawl_page(decision, now, frontier, learner, replay)
+            waiting = core.state.frontier.pop(decision.source)
+            page = int(waiting.page)  # type: ignore[call-overload]
+            replay.page_crawls += 1
+            replay.crawled[page] = now
+            core.apply(
+                PageFetched(
+                    f"{_PAGE_URL}{page}", f"{_SOURCE_URL}{waiting.source}", waiting.appeared, now
+                )
+            )
         else:
-            _crawl_source(decision.source, now, links, last_crawl, seen, frontier, learner, replay)
+            source = decision.source
+            replay.source_crawls += 1
+            previous = core.state.sources[source].last_fetched  # NaN: never crawled
+            core.state.source_dispatched(source, now)
+            shown = (
+                links.visible(source, now)
+                if math.isnan(previous)
+                else links.appeared_between(source, previous, now)
+            )
+            shown_urls = tuple([(f"{_PAGE_URL}{p}", None) for p in shown]) if shown else ()
+            event = SourceFetched(f"{_SOURCE_URL}{source}", now, shown_urls)
+            for new in core.apply(event):
+                page = int(new.url[len(_PAGE_URL) :])
+                replay.discovered[page] = now
+                core.queue(new, page)
         if progress is not None and k % report_every == 0:
             progress(k / slots)
     if progress is not None:
@@ -127,50 +147,20 @@ def simulate(
     return replay
 
 
-def _crawl_page(
-    decision: Decision,
-    now: float,
-    frontier: Frontier,
-    learner: SourceLearner,
+def _push_clicks(
+    core: CrawlCore,
+    delivered: tuple[list[int], list[float], list[float]],
     replay: Replay,
+    settings: SimSettings,
 ) -> None:
-    page = frontier.pop(decision.source)
-    replay.page_crawls += 1
-    index = int(page.page)  # type: ignore[call-overload]
-    replay.crawled[index] = now
-    learner.add_page(index, source=page.source, appeared=page.appeared, crawled=now)
-
-
-def _crawl_source(
-    source: int,
-    now: float,
-    links: LinkIndex,
-    last_crawl: FloatArray,
-    seen: bytearray,
-    frontier: Frontier,
-    learner: SourceLearner,
-    replay: Replay,
-) -> None:
-    replay.source_crawls += 1
-    previous = float(last_crawl[source])
-    last_crawl[source] = now
-    if math.isnan(previous):
-        # The first crawl only records what is there: those links are old.
-        for page in links.visible(source, now):
-            seen[page] = 1
-        learner.record_crawl(source, now, 0)
-        return
-    new = []
-    for page in links.appeared_between(source, previous, now):
-        if not seen[page]:  # also skips a link that reappeared within this window
-            seen[page] = 1
-            new.append(page)
-    learner.record_crawl(source, now, len(new))
-    # Appearance is unknown to a crawler: the midpoint of the window it must lie in.
-    appeared = 0.5 * (previous + now)
-    for page in new:
-        replay.discovered[page] = now
-        frontier.push(source, page, appeared=appeared, discovered=now)
+    pages, ts, counts = delivered
+    if not settings.clicks_before_crawl:
+        crawled = replay.crawled[pages] if pages else np.zeros(0)
+        logged = (crawled <= np.asarray(ts)).tolist()  # NaN (never crawled): False
+        pages = [x for x, keep in zip(pages, logged, strict=True) if keep]
+        ts = [x for x, keep in zip(ts, logged, strict=True) if keep]
+        counts = [x for x, keep in zip(counts, logged, strict=True) if keep]
+    core.add_clicks([f"{_PAGE_URL}{page}" for page in pages], ts, counts)
 
 
 class _ClickLog:

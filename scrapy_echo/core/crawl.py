@@ -1,0 +1,158 @@
+"""The crawl's one writer: typed observations in, decisions and plans out, no I/O.
+
+:class:`CrawlCore` owns the crawl state (:class:`~scrapy_echo.state.CrawlState`: sources,
+crawl times, seen links, the learner, the frontier) and the policy. Three drivers move it, and
+only their fetcher and clock differ:
+
+- the Scrapy glue (scheduler, middlewares, extension), with the reactor's clock;
+- the Redis planner, with the events of every worker;
+- the simulator, with a trace as the web and a simulated clock.
+
+So a simulator score measures exactly the bookkeeping a live crawl runs
+(docs/architecture.rst).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy_echo.core.events import (
+    ClicksArrived,
+    Event,
+    PageFetched,
+    SourceAdded,
+    SourceFailed,
+    SourceFetched,
+    SourceNotModified,
+)
+from scrapy_echo.model.plan import Plan
+from scrapy_echo.model.policies import Decision, Policy
+from scrapy_echo.state import CrawlState, StateConfig
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NewPage:
+    """A link a source showed for the first time: a page to fetch.
+
+    ``appeared`` is the page's estimated appearance time: the publication time it states if
+    that falls inside ``window`` (the source's previous crawl to this one), else the window's
+    midpoint (docs/how-it-works.rst, "Estimating the parameters")."""
+
+    url: str
+    source: int
+    source_url: str
+    appeared: float
+    window: tuple[float, float]
+    discovered: float
+
+    def meta(self) -> dict[str, Any]:
+        """What a page request carries in ``meta["echo"]``."""
+        return {
+            "kind": "page",
+            "source": self.source,
+            "source_url": self.source_url,
+            "page": self.url,
+            "appeared": self.appeared,
+            "window": list(self.window),
+            "discovered": self.discovered,
+        }
+
+
+class CrawlCore:
+    """The crawl state and policy, changed only through :meth:`apply` and friends."""
+
+    def __init__(
+        self, config: StateConfig, policy: Policy, *, state: CrawlState | None = None
+    ) -> None:
+        self.config = config
+        self.policy = policy
+        self.state = CrawlState(config) if state is None else state
+        self.solves = 0
+
+    # -- observations ----------------------------------------------------------------------
+    def apply(self, event: Event) -> list[NewPage]:
+        """Change the state by one observation; the new pages a source crawl revealed."""
+        state = self.state
+        if isinstance(event, SourceFetched):  # the commonest, first
+            return self._source_fetched(state.add_source(event.url), event)
+        if isinstance(event, ClicksArrived):
+            raise TypeError("click rows are checked by the receiver, then given to add_clicks")
+        if isinstance(event, PageFetched):
+            source = state.add_source(event.source)
+            state.page_crawled(event.url, source, event.appeared, event.t)
+            return []
+        source = state.add_source(event.url)
+        if isinstance(event, SourceNotModified):
+            state.source_not_modified(source, event.t)
+        elif isinstance(event, SourceFailed):
+            backoff = state.source_failed(source, event.t)
+            logger.info(
+                "ECHO source %s failed (%s, %d in a row); next try in %.0f s",
+                event.url,
+                event.why,
+                state.sources[source].failures,
+                backoff,
+            )
+        elif not isinstance(event, SourceAdded):
+            raise TypeError(f"not an event: {event!r:.80}")
+        return []
+
+    def add_clicks(
+        self, pages: Sequence[Hashable], ts: Sequence[float], counts: Sequence[float]
+    ) -> None:
+        """Checked click rows (the page's URL, when, how many)."""
+        self.state.learner.add_clicks(pages, ts, counts)
+
+    def _source_fetched(self, source: int, event: SourceFetched) -> list[NewPage]:
+        state = self.state
+        status = state.sources[source]
+        status.etag, status.last_modified = event.etag, event.last_modified
+        previous = status.last_fetched
+        urls = [url for url, _ in event.links] if event.links else []
+        found = state.source_crawled(source, event.t, urls)
+        if not found:
+            return []
+        new = set(found)
+        fetched = status.last_fetched  # the fetch time, never before the previous one
+        start = previous if math.isfinite(previous) else fetched
+        window = (start, fetched)
+        midpoint = 0.5 * (start + fetched)
+        pages = []
+        for url, stated in event.links:
+            if url not in new:
+                continue
+            new.discard(url)  # a link listed twice is one page
+            fits = stated is not None and start <= stated <= fetched
+            appeared = stated if fits and stated is not None else midpoint
+            pages.append(NewPage(url, source, status.url, appeared, window, fetched))
+        return pages
+
+    # -- decisions ---------------------------------------------------------------------------
+    def queue(self, page: NewPage, payload: Hashable) -> None:
+        """Put a new page's ``payload`` (a request, a page id) in the frontier."""
+        self.state.frontier.push(
+            page.source, payload, appeared=page.appeared, discovered=page.discovered
+        )
+
+    def choose(self, now: float) -> Decision | None:
+        """What the policy fetches next: a source, or a source's newest waiting page."""
+        return self.policy.choose(now, self.state.last_crawl, self.state.frontier)
+
+    def replan(self, now: float, budget: float) -> Plan:
+        """Fresh estimates and a fresh schedule under ``budget`` (pages/s); a history sample."""
+        plan = self.policy.replan(self.state.learner.estimates(now), budget)
+        self.solves += 1
+        self.state.record(
+            now,
+            budget=budget,
+            omega=plan.omega,
+            kept=int(plan.kept.sum()),
+            dropped=int(getattr(self.policy, "dropped_pages", 0)),
+        )
+        return plan

@@ -1,0 +1,180 @@
+"""What a crawl observes, as typed events: the only way anything changes the crawl state.
+
+The Scrapy middlewares, the Redis planner (events from every worker) and the simulator all
+describe what happened with these frozen dataclasses and hand them to one
+:class:`~scrapy_echo.core.crawl.CrawlCore`. Events name sources by URL, not by index, so a
+worker never needs the state's numbering.
+
+Where an event crosses Redis it travels as JSON (:func:`to_json`, :func:`from_json`), in the
+shape below. JSON read from Redis may be malformed or hostile: :func:`from_json` accepts only
+exactly these shapes, else raises :class:`InvalidEvent` naming what is wrong.
+
+========== ==================================================================================
+``e``      fields
+========== ==================================================================================
+crawl      ``url``, ``t`` (fetch time), ``links`` (``[[url, published or null], ...]``),
+           ``etag``, ``lm`` (``Last-Modified``; both may be null)
+304        ``url``, ``t``
+fail       ``url``, ``t``, ``why``
+page       ``url`` (the page), ``source`` (its source's URL), ``appeared``, ``t``
+clicks     ``rows`` (``[[url, ts, clicks], ...]``, checked as click-feed rows by the receiver)
+source     ``url`` (a source to add)
+========== ==================================================================================
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+_MAX_URL = 8192
+_MAX_TEXT = 1024
+
+
+@dataclass(frozen=True)
+class SourceFetched:
+    """A source answered with ``links`` (URL, publication time it states or ``None``)."""
+
+    url: str
+    t: float
+    links: tuple[tuple[str, float | None], ...]
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceNotModified:
+    """A source answered 304: nothing new, cheaply."""
+
+    url: str
+    t: float
+
+
+@dataclass(frozen=True)
+class SourceFailed:
+    """A source crawl failed for good (after Scrapy's retries)."""
+
+    url: str
+    t: float
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class PageFetched:
+    """A new page found on ``source`` was fetched at ``t``; it appeared at about ``appeared``."""
+
+    url: str
+    source: str
+    appeared: float
+    t: float
+
+
+@dataclass(frozen=True)
+class SourceAdded:
+    url: str
+
+
+@dataclass(frozen=True)
+class ClicksArrived:
+    """Click rows (``[url, ts, clicks]``), not yet checked: the receiver checks each as a
+    click-feed row and counts the bad ones."""
+
+    rows: tuple[Any, ...]
+
+
+Event = SourceFetched | SourceNotModified | SourceFailed | PageFetched | SourceAdded | ClicksArrived
+
+
+class InvalidEvent(ValueError):
+    """JSON that is not one of the documented shapes; ``kind`` names the problem."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def to_json(event: Event) -> dict[str, Any]:
+    """The JSON form of ``event`` (the table above)."""
+    if isinstance(event, SourceFetched):
+        links = [[url, published] for url, published in event.links]
+        return {"e": "crawl", "url": event.url, "t": event.t, "links": links,
+                "etag": event.etag, "lm": event.last_modified}  # fmt: skip
+    if isinstance(event, SourceNotModified):
+        return {"e": "304", "url": event.url, "t": event.t}
+    if isinstance(event, SourceFailed):
+        return {"e": "fail", "url": event.url, "t": event.t, "why": event.why}
+    if isinstance(event, PageFetched):
+        return {"e": "page", "url": event.url, "source": event.source,
+                "appeared": event.appeared, "t": event.t}  # fmt: skip
+    if isinstance(event, SourceAdded):
+        return {"e": "source", "url": event.url}
+    return {"e": "clicks", "rows": list(event.rows)}
+
+
+def from_json(raw: Any) -> Event:
+    """The event ``raw`` describes, if it is exactly one of the shapes above; else
+    :class:`InvalidEvent`."""
+    if not isinstance(raw, dict):
+        raise InvalidEvent("not_object", f"an event must be an object, got {type(raw).__name__}")
+    kind = raw.get("e")
+    if kind == "crawl":
+        url, t = _url(raw.get("url"), "url"), _time(raw.get("t"), "t")
+        links = raw.get("links")
+        if not isinstance(links, list):
+            raise InvalidEvent("bad_field", "links must be a list")
+        return SourceFetched(
+            url,
+            t,
+            tuple(_link(link) for link in links),
+            _text(raw.get("etag"), "etag"),
+            _text(raw.get("lm"), "lm"),
+        )
+    if kind == "304":
+        return SourceNotModified(_url(raw.get("url"), "url"), _time(raw.get("t"), "t"))
+    if kind == "fail":
+        return SourceFailed(
+            _url(raw.get("url"), "url"), _time(raw.get("t"), "t"), _text(raw.get("why"), "why")
+        )
+    if kind == "page":
+        return PageFetched(
+            _url(raw.get("url"), "url"),
+            _url(raw.get("source"), "source"),
+            _time(raw.get("appeared"), "appeared"),
+            _time(raw.get("t"), "t"),
+        )
+    if kind == "source":
+        return SourceAdded(_url(raw.get("url"), "url"))
+    if kind == "clicks":
+        if not isinstance(raw.get("rows"), list):
+            raise InvalidEvent("bad_field", "rows must be a list")
+        return ClicksArrived(tuple(raw["rows"]))
+    raise InvalidEvent("unknown_event", f"unknown event kind {kind!r:.40}")
+
+
+def _link(link: Any) -> tuple[str, float | None]:
+    if not isinstance(link, list) or len(link) != 2:
+        raise InvalidEvent("bad_field", "each link must be [url, published]")
+    return _url(link[0], "link"), None if link[1] is None else _time(link[1], "published")
+
+
+def _url(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise InvalidEvent("bad_url", f"{what} must be an http(s) URL, got {value!r:.80}")
+    if len(value) > _MAX_URL:
+        raise InvalidEvent("bad_url", f"{what} is longer than {_MAX_URL} characters")
+    return value
+
+
+def _time(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidEvent("bad_time", f"{what} must be a finite number, got {value!r:.80}")
+    return float(value)
+
+
+def _text(value: Any, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > _MAX_TEXT:
+        raise InvalidEvent("bad_field", f"{what} must be a short string or null")
+    return value

@@ -1,0 +1,67 @@
+"""The crawl core, driven directly with typed events (as the simulator drives it)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from scrapy_echo.core import CrawlCore
+from scrapy_echo.core.events import (
+    ClicksArrived,
+    PageFetched,
+    SourceFailed,
+    SourceFetched,
+    SourceNotModified,
+)
+from scrapy_echo.model.policies import make_policy
+from scrapy_echo.sim.engine import SimSettings
+
+HUB = "http://a.test/"
+
+
+def core() -> CrawlCore:
+    return CrawlCore(SimSettings(crawl_rate=1.0), make_policy("echo-newpages"))
+
+
+def fetched(t: float, *links: str | tuple[str, float]) -> SourceFetched:
+    shown = tuple((x, None) if isinstance(x, str) else x for x in links)
+    return SourceFetched(HUB, t, shown)  # type: ignore[arg-type]
+
+
+def test_first_crawl_records_then_new_links_become_pages() -> None:
+    c = core()
+    assert c.apply(fetched(100.0, HUB + "old")) == []
+    pages = c.apply(fetched(200.0, HUB + "old", HUB + "new", (HUB + "dated", 190.0), HUB + "new"))
+    assert [(p.url, p.appeared, p.window) for p in pages] == [
+        (HUB + "new", 150.0, (100.0, 200.0)),  # the window's midpoint
+        (HUB + "dated", 190.0, (100.0, 200.0)),  # its stated time, inside the window
+    ]
+    assert c.apply(fetched(300.0, HUB + "new", (HUB + "late", 50.0)))[0].appeared == 250.0
+
+
+def test_pages_clicks_and_failures_reach_the_state() -> None:
+    c = core()
+    c.apply(fetched(100.0))
+    (page,) = c.apply(fetched(200.0, HUB + "p"))
+    c.queue(page, "payload")
+    assert c.state.frontier.pop(0).page == "payload"
+    c.apply(PageFetched(HUB + "p", HUB, page.appeared, 210.0))
+    c.add_clicks([HUB + "p", HUB + "p"], [205.0, 220.0], [1.0, 4.0])
+    assert c.state.crawled_pages == 1 and c.state.learner.clicks_caught == 4.0
+    c.apply(SourceNotModified(HUB, 300.0))
+    assert c.state.sources[0].not_modified == 1
+    c.apply(SourceFailed(HUB, 400.0, "HTTP 503"))
+    assert c.state.last_crawl[0] == 460.0  # backed off one failure_backoff (60 s)
+    with pytest.raises(TypeError):
+        c.apply(ClicksArrived(()))  # rows are checked by the receiver first
+
+
+def test_replan_records_a_sample_and_choose_asks_the_policy() -> None:
+    c = core()
+    c.apply(fetched(100.0, HUB + "x"))
+    plan = c.replan(200.0, budget=1.0)
+    assert c.solves == 1 and c.state.history[-1]["budget"] == 1.0
+    assert math.isfinite(plan.omega)
+    decision = c.choose(200.0)
+    assert decision is not None and decision.kind == "source" and decision.source == 0

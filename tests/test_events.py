@@ -1,0 +1,61 @@
+"""Typed events: their JSON form round-trips, and hostile JSON is refused with a kind."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from scrapy_echo.core.events import (
+    ClicksArrived,
+    InvalidEvent,
+    PageFetched,
+    SourceAdded,
+    SourceFailed,
+    SourceFetched,
+    SourceNotModified,
+    from_json,
+    to_json,
+)
+
+EVENTS = [
+    SourceFetched(
+        "http://a.test/",
+        10.0,
+        (("http://a.test/1", None), ("http://a.test/2", 9.0)),
+        '"e1"',
+        "Mon, 23 Nov 2026 10:00:00 GMT",
+    ),
+    SourceNotModified("http://a.test/", 11.0),
+    SourceFailed("http://a.test/", 12.0, "HTTP 503"),
+    PageFetched("http://a.test/1", "http://a.test/", 9.5, 13.0),
+    SourceAdded("http://b.test/"),
+    ClicksArrived((["http://a.test/1", 14.0, 2],)),
+]
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
+def test_json_round_trip(event: Any) -> None:
+    assert from_json(json.loads(json.dumps(to_json(event)))) == event
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        ([], "not_object"),
+        ({"e": "nope"}, "unknown_event"),
+        ({"e": "crawl", "url": "ftp://a/", "t": 1, "links": []}, "bad_url"),
+        ({"e": "crawl", "url": "http://a/", "t": 1e400, "links": []}, "bad_time"),
+        ({"e": "crawl", "url": "http://a/", "t": True, "links": []}, "bad_time"),
+        ({"e": "crawl", "url": "http://a/", "t": 1, "links": [["http://a/1"]]}, "bad_field"),
+        ({"e": "crawl", "url": "http://a/", "t": 1, "links": [], "etag": 5}, "bad_field"),
+        ({"e": "page", "url": "http://a/1", "source": None, "appeared": 1, "t": 2}, "bad_url"),
+        ({"e": "clicks", "rows": "x"}, "bad_field"),
+        ({"e": "source", "url": "http://" + "a" * 9000}, "bad_url"),
+    ],
+)
+def test_hostile_json_is_refused_with_its_kind(raw: Any, kind: str) -> None:
+    with pytest.raises(InvalidEvent) as caught:
+        from_json(raw)
+    assert caught.value.kind == kind
