@@ -137,6 +137,7 @@ def restore(
         for status in snapshot["sources"]:
             state.add_source(status.url)
         state.sources[:] = snapshot["sources"]
+        state.source_crawls = sum(status.crawls for status in state.sources)
         state.last_crawl[:] = snapshot["last_crawl"]
         state.seen = {int(mark) for mark in snapshot["seen"]}
         state.crawled_pages = int(snapshot["crawled_pages"])

@@ -78,6 +78,7 @@ class CrawlState:
     source_ids: dict[str, int] = field(default_factory=dict)  # canonical URL -> id
     seen: set[int] = field(default_factory=set)  # fingerprints of every link seen on a source
     crawled_pages: int = 0
+    source_crawls: int = 0  # Σ crawls of the sources (kept as they happen: reports sample it)
     # One sample per re-solve (see :meth:`record`), for reports: thinned to every other one
     # when it passes HISTORY_LIMIT, so a long crawl keeps its whole span at a coarser grain.
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -176,14 +177,14 @@ class CrawlState:
         self._last_crawl[source] = now + backoff
         return backoff
 
-    @staticmethod
-    def _fetch_time(status: SourceStatus, fetched: float) -> float:
+    def _fetch_time(self, status: SourceStatus, fetched: float) -> float:
         # Responses of one source may finish out of order (a redirect, a slow retry); its
         # crawl history must not go back in time.
         if fetched < status.last_fetched:
             fetched = status.last_fetched
         status.last_fetched = fetched
         status.crawls += 1
+        self.source_crawls += 1
         status.failures = 0
         return fetched
 
@@ -194,7 +195,7 @@ class CrawlState:
         self.history.append(
             {
                 "t": now,
-                "source_crawls": sum(s.crawls for s in self.sources),
+                "source_crawls": self.source_crawls,
                 "page_crawls": self.crawled_pages,
                 "new_links": np.fromiter(
                     (s.new_links for s in self.sources), np.int64, len(self.sources)

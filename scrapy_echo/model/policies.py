@@ -340,11 +340,17 @@ def _best_early_recrawl(now: float, last_crawl: FloatArray, plan: Plan) -> tuple
     """The source whose recrawl now is worth most, by ``V(τ) = (λP/μ) g(μτ)`` (``λPτ`` at
     ``μ = 0``; 0 for sources the plan does not keep), and that value."""
     mu, scale, linear = plan.index_terms
-    elapsed = now - last_crawl
-    x = mu * elapsed
+    elapsed = np.subtract(now, last_crawl)
     # g(x) = 1 - (1 + x) e^{-x}; its cancellation at tiny x only blurs values that small.
-    value = scale * (1.0 - (1.0 + x) * np.exp(-x))
-    value += linear * elapsed
+    # In place, two buffers: this runs at every slot nothing is due in.
+    value = np.multiply(mu, elapsed)
+    e = np.negative(value)
+    np.exp(e, out=e)
+    value += 1.0
+    value *= e
+    np.subtract(1.0, value, out=value)
+    value *= scale
+    value += np.multiply(linear, elapsed, out=elapsed)
     best = int(value.argmax())
     return best, float(value[best])
 

@@ -89,8 +89,12 @@ def simulate(
     """Run ``policy`` over ``trace``; ``progress`` gets the fraction done now and then."""
     links = LinkIndex(trace)
     core = CrawlCore(settings, policy)
-    for source in range(trace.n_sources):
-        core.state.add_source(f"{_SOURCE_URL}{source}")
+    state = core.state  # (a replay never replaces it; locals keep the loop lean)
+    source_urls = [f"{_SOURCE_URL}{source}" for source in range(trace.n_sources)]
+    for url in source_urls:
+        state.add_source(url)
+    page_urls = [f"{_PAGE_URL}{page}" for page in range(trace.n_pages)]
+    page_ids = {url: page for page, url in enumerate(page_urls)}
     replay = Replay(
         policy.name, settings, np.full(trace.n_pages, np.nan), np.full(trace.n_pages, np.nan)
     )
@@ -104,7 +108,7 @@ def simulate(
     for k in range(slots):
         now = k * slot
         if now >= next_push:
-            _push_clicks(core, clicks.until(next_push), replay, settings)
+            _push_clicks(core, clicks.until(next_push), replay, settings, page_urls)
             next_push += settings.click_push_period
         if now >= next_resolve:
             plan = core.replan(now, settings.crawl_rate)
@@ -115,29 +119,25 @@ def simulate(
         if decision is None:
             replay.idle_slots += 1
         elif decision.kind == "page":
-            waiting = core.state.frontier.pop(decision.source)
+            waiting = state.frontier.pop(decision.source)
             page = int(waiting.page)  # type: ignore[call-overload]
             replay.page_crawls += 1
             replay.crawled[page] = now
-            core.apply(
-                PageFetched(
-                    f"{_PAGE_URL}{page}", f"{_SOURCE_URL}{waiting.source}", waiting.appeared, now
-                )
-            )
+            source_url = source_urls[waiting.source]
+            core.apply(PageFetched(page_urls[page], source_url, waiting.appeared, now))
         else:
             source = decision.source
             replay.source_crawls += 1
-            previous = core.state.sources[source].last_fetched  # NaN: never crawled
-            core.state.source_dispatched(source, now)
+            previous = state.sources[source].last_fetched  # NaN: never crawled
+            state.source_dispatched(source, now)
             shown = (
                 links.visible(source, now)
-                if math.isnan(previous)
+                if previous != previous
                 else links.appeared_between(source, previous, now)
             )
-            shown_urls = tuple([(f"{_PAGE_URL}{p}", None) for p in shown]) if shown else ()
-            event = SourceFetched(f"{_SOURCE_URL}{source}", now, shown_urls)
-            for new in core.apply(event):
-                page = int(new.url[len(_PAGE_URL) :])
+            shown_urls = tuple([(page_urls[p], None) for p in shown]) if shown else ()
+            for new in core.apply(SourceFetched(source_urls[source], now, shown_urls)):
+                page = page_ids[new.url]
                 replay.discovered[page] = now
                 core.queue(new, page)
         if progress is not None and k % report_every == 0:
@@ -152,6 +152,7 @@ def _push_clicks(
     delivered: tuple[list[int], list[float], list[float]],
     replay: Replay,
     settings: SimSettings,
+    page_urls: list[str],
 ) -> None:
     pages, ts, counts = delivered
     if not settings.clicks_before_crawl:
@@ -160,7 +161,7 @@ def _push_clicks(
         pages = [x for x, keep in zip(pages, logged, strict=True) if keep]
         ts = [x for x, keep in zip(ts, logged, strict=True) if keep]
         counts = [x for x, keep in zip(counts, logged, strict=True) if keep]
-    core.add_clicks([f"{_PAGE_URL}{page}" for page in pages], ts, counts)
+    core.add_clicks([page_urls[page] for page in pages], ts, counts)
 
 
 class _ClickLog:
