@@ -277,7 +277,12 @@ class EchoComponent:
     def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
         self.crawler = crawler
         self.runtime = runtime
-        self.state = runtime.state
+
+    @property
+    def state(self) -> CrawlState:
+        """The crawl state, read through the runtime: whoever replaces it (a planner taking
+        over) replaces it for every component."""
+        return self.runtime.state
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

@@ -65,9 +65,13 @@ class EchoScheduler(EchoComponent):
         self._checkpoint_loop: LoopingCall | None = None
 
     # -- BaseScheduler ---------------------------------------------------------------------
-    def open(self, spider: Spider) -> None:
+    def attach(self, spider: Spider) -> None:
+        """Know the spider: its source callback, and whose methods stored requests name."""
         self.spider = spider
         self._source_callback = getattr(spider, "parse_source", None) or _source_seen
+
+    def open(self, spider: Spider) -> None:
+        self.attach(spider)
         self.dupefilter.open()
         restored = self.checkpointer.restore(spider)
         for url in self.runtime.config.sources + read_sources(getattr(spider, "echo_sources", ())):

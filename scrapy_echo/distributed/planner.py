@@ -53,10 +53,11 @@ class PlannerHost(Protocol):
     """What the planner needs of the worker's scheduler that holds it."""
 
     runtime: EchoRuntime
-    state: CrawlState
     store: RedisStore
     token: str
-    spider: Spider | None
+
+    @property
+    def spider(self) -> Spider | None: ...
 
     def encode(self, request: Request) -> str: ...
 
@@ -120,7 +121,7 @@ class Planner:
                 self.scheduler.count_rejected("snapshot")
                 logger.error("ECHO state in Redis unreadable (%s); starting from scratch", exc)
                 self.last_event = "0-0"
-        self.runtime.state = self.scheduler.state = fresh
+        self.runtime.state = fresh
         for url in self.config.sources + read_sources(getattr(spider, "echo_sources", ())):
             fresh.add_source(url)
         self.runtime.holds_state = True
@@ -143,7 +144,7 @@ class Planner:
             logger.warning("ECHO planner term %d ends on this worker: %s", self.term, why)
         self.term = 0
         self.runtime.holds_state = False
-        self.runtime.state = self.scheduler.state = CrawlState(self.config)
+        self.runtime.state = CrawlState(self.config)
 
     # -- one round -------------------------------------------------------------------------
     def apply(self, events: list[tuple[str, bytes]], sources: list[bytes], now: float) -> None:

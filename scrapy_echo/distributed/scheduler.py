@@ -41,6 +41,7 @@ from scrapy_echo.distributed.iothread import RedisThread
 from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
 from scrapy_echo.distributed.store import Exchange, RedisStore
 from scrapy_echo.distributed.wire import InvalidPayload
+from scrapy_echo.runtime import EchoComponent
 from scrapy_echo.scheduler import EchoScheduler
 from scrapy_echo.settings import read_sources
 
@@ -78,9 +79,13 @@ def redis_client(settings: BaseSettings) -> Any:
     return get_redis_from_settings(own)
 
 
-class DistributedScheduler(EchoScheduler):
+class DistributedScheduler(EchoComponent):
     def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
         super().__init__(crawler, runtime)
+        # The one-machine scheduler turns the policy's choices into requests and stores
+        # requests as data; the planner uses it for both (composition: its lanes and loops
+        # stay unused here, the shared queue in Redis is this worker's lane).
+        self.local = EchoScheduler(crawler, runtime)
         self.client = redis_client(crawler.settings)
         self.store: RedisStore = None  # type: ignore[assignment]  # set in open()
         self.io = RedisThread()
@@ -102,9 +107,21 @@ class DistributedScheduler(EchoScheduler):
         runtime.holds_state = False
 
     # -- BaseScheduler ---------------------------------------------------------------------
+    @property
+    def spider(self) -> Spider | None:
+        return self.local.spider
+
+    def encode(self, request: Request) -> str:
+        return self.local.encode(request)
+
+    def decode(self, payload: bytes | str) -> Request:
+        return self.local.decode(payload)
+
+    def next_echo_request(self, now: float, *, count: bool = True) -> Request | None:
+        return self.local.next_echo_request(now, count=count)
+
     def open(self, spider: Spider) -> None:
-        self.spider = spider
-        self._source_callback = getattr(spider, "parse_source", None) or self._source_callback
+        self.local.attach(spider)
         self.store = RedisStore(
             self.client, f"{self.runtime.config.redis_key_prefix}:{spider.name}"
         )
@@ -121,7 +138,7 @@ class DistributedScheduler(EchoScheduler):
         )
         self._next_round()
 
-    def close(self, reason: str) -> Deferred[None]:  # type: ignore[override]
+    def close(self, reason: str) -> Deferred[None]:
         self._closing = True
         if self._round_call is not None and self._round_call.active():
             self._round_call.cancel()
