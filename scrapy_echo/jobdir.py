@@ -129,7 +129,7 @@ class Checkpointer:
             os.replace(path, aside)
             logger.error("ECHO checkpoint %s unreadable (%s); moved to %s", path, exc, aside)
             return False
-        self.runtime.state.adopt(restored)
+        self.runtime.state = restored  # every component reads it through the runtime
         self.scheduler.plain.extend(plain)
         if refused:
             logger.warning(

@@ -101,11 +101,6 @@ class CrawlState:
         )
         self.frontier = Frontier(0)
 
-    def adopt(self, other: CrawlState) -> None:
-        """Take over ``other``'s contents (a restored checkpoint): the components that hold
-        this object see the restored state without being told."""
-        self.__dict__.update(other.__dict__)
-
     # -- sources --------------------------------------------------------------------------
     @property
     def last_crawl(self) -> FloatArray:
