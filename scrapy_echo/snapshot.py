@@ -54,19 +54,10 @@ def dump(
     """The runtime's state (and ``plain`` requests) as bytes, and how many waiting requests
     could not be stored as data (``encode`` raised ``ValueError``)."""
     state = runtime.state
-    skipped = 0
-
-    def stored(request: Request) -> str | None:
-        nonlocal skipped
-        try:
-            return encode(request)
-        except ValueError:
-            skipped += 1
-            return None
-
+    stored = _Counted(encode)
     frontier = []
     for waiting in state.frontier.pages():
-        payload = stored(waiting.page)  # type: ignore[arg-type]
+        payload = stored(waiting.page)
         if payload is not None:
             frontier.append([waiting.source, payload, waiting.appeared, waiting.discovered])
     snapshot = {
@@ -83,7 +74,7 @@ def dump(
         "feeds": runtime.feed_state(),
         "history": state.history,
     }
-    return codec.dumps(snapshot), skipped
+    return codec.dumps(snapshot), stored.failed
 
 
 def read(data: bytes) -> dict[str, Any]:
@@ -116,24 +107,13 @@ def restore(
     runtime: EchoRuntime,
     snapshot: dict[str, Any],
     decode: Callable[[Any], Request],
-    state: CrawlState | None = None,
 ) -> tuple[CrawlState, list[Request], int]:
-    """The state of a :func:`read` snapshot (filled into ``state``, which must be empty, else
-    into a new one), the plain lane's requests, and how many stored requests ``decode``
-    refused (``ValueError``). The runtime's feed positions are restored too.
-    :class:`codec.CodecError` if the snapshot does not fit together."""
-    refused = 0
-
-    def request(payload: Any) -> Request | None:
-        nonlocal refused
-        try:
-            return decode(payload)
-        except ValueError:
-            refused += 1
-            return None
-
+    """A new state from a :func:`read` snapshot, the plain lane's requests, and how many
+    stored requests ``decode`` refused (``ValueError``). The runtime's feed positions are
+    restored too. :class:`codec.CodecError` if the snapshot does not fit together."""
+    request = _Counted(decode)
     try:
-        state = CrawlState(runtime.config) if state is None else state
+        state = CrawlState(runtime.config)
         for status in snapshot["sources"]:
             state.add_source(status.url)
         state.sources[:] = snapshot["sources"]
@@ -152,4 +132,19 @@ def restore(
         runtime.restore_feeds(snapshot["feeds"])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise codec.CodecError(f"malformed snapshot: {exc!r:.200}") from None
-    return state, plain, refused
+    return state, plain, request.failed
+
+
+class _Counted:
+    """``convert``, with a ``ValueError`` turned into ``None`` and counted in ``failed``."""
+
+    def __init__(self, convert: Callable[[Any], Any]) -> None:
+        self.convert = convert
+        self.failed = 0
+
+    def __call__(self, value: Any) -> Any:
+        try:
+            return self.convert(value)
+        except ValueError:
+            self.failed += 1
+            return None
