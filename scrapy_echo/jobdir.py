@@ -157,6 +157,7 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
     snapshot: dict[str, Any] = pickle.loads(path.read_bytes())
     if snapshot.get("version") != _LEGACY_VERSION:
         raise ValueError(f"format version {snapshot.get('version')!r}")
+    snapshots.upgrade_learner(snapshot["learner"])
     return snapshot
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scrapy_echo import codec
+from scrapy_echo.model.estimators import CrawlHistory
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.state import CrawlState, SourceStatus
 
@@ -90,6 +91,7 @@ def read(data: bytes) -> dict[str, Any]:
             snapshot.setdefault("plain", [])
             if not isinstance(snapshot["learner"], SourceLearner):
                 raise TypeError("version 1 snapshot without a learner")
+            upgrade_learner(snapshot["learner"])
             return snapshot
         if version != VERSION or snapshot.get("format") != FORMAT:
             raise codec.CodecError(f"not a state snapshot of version {VERSION}")
@@ -101,6 +103,12 @@ def read(data: bytes) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise codec.CodecError(f"malformed snapshot: {exc!r:.200}") from None
     return snapshot
+
+
+def upgrade_learner(learner: SourceLearner) -> None:
+    """Bring a learner built from an older build's attributes (a version 1 snapshot, a legacy
+    JOBDIR pickle) to this build's crawl history."""
+    learner.crawls = CrawlHistory.from_dict(vars(learner.crawls))
 
 
 def restore(

@@ -123,12 +123,15 @@ def test_long_run_survives_persistence_and_old_states() -> None:
         del old[key]
     restored = CrawlHistory.from_dict(old)
     assert restored.long_run()[1].tolist() == [0.0]
-    # An object restored attribute by attribute (pickle, the Redis codec) from before.
-    legacy = CrawlHistory.__new__(CrawlHistory)
-    legacy.__dict__.update({k: v for k, v in vars(h).items() if not k.startswith(("long", "mem"))})
-    legacy.record(0, 400.0, 2)
-    links, span = legacy.long_run()
+    # The attributes of an object from an old build (a legacy pickle, a version 1 Redis
+    # state): per-source figures as arrays, no long-run rate. Snapshots upgrade it this way.
+    legacy = {k: v for k, v in vars(h).items() if not k.startswith(("long", "mem", "newest"))}
+    legacy["filled"], legacy["next"] = np.array(h.filled), np.array(h.next)
+    upgraded = CrawlHistory.from_dict(legacy)
+    upgraded.record(0, 400.0, 2)
+    links, span = upgraded.long_run()
     assert links.tolist() == [2.0] and span.tolist() == [100.0]
+    assert upgraded.window()[0].tolist() == [3.0]  # the ring came through: 1 + 2 links
 
 
 # -- P and μ --------------------------------------------------------------------------------

@@ -6,6 +6,9 @@ solved by golden-section search in recrawl rates: no code or formula shared with
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -13,6 +16,7 @@ from hypothesis import strategies as st
 from reference_solver import best_schedule, utility
 
 from scrapy_echo.model.curves import g
+from scrapy_echo.model.omega import OmegaSearch
 from scrapy_echo.model.solver import profit_rate, solve_intervals
 
 
@@ -176,6 +180,26 @@ def test_only_static_sources_within_budget() -> None:
     assert sol.objective == pytest.approx(1.6e-12 * 1.95e9 + 0.25**2)
 
 
+@pytest.mark.parametrize(
+    ("lam", "prof", "mu", "budget"),
+    [
+        ([0, 1, 1e-12, 1e-12, 0], [0, 1, 1, 1, 0], [0, 0, 0, 3, 0], 0.5),
+        ([1e-12, 1e-12, 1.0], [1, 1, 1], [0, 1, 0], 0.125),
+        # ... and the regula falsi crept when a steep stretch (a source dying) sat in the
+        # bracket: each end moved in turn, the bracket never halved
+        ([1.0, 5.960464477539063e-08, 1e-6], [1, 1, 1], [0, 5.0, 2.2687157735661223e-38], 0.5),
+    ],
+)
+def test_a_kept_static_source_does_not_stretch_the_refill_search(lam, prof, mu, budget) -> None:
+    """A static source worth far more per crawl than the decaying one (found by the explore
+    profile): the refill's bracket used to reach up to its P, where the fixed set's cost is
+    flat, and the search crept for 200 iterations unconverged."""
+    sol = solve_intervals(lam, prof, mu, budget)
+    assert sol.converged and sol.method == "repaired"
+    assert sol.cost == pytest.approx(budget, rel=1e-8)
+    assert np.isfinite(sol.intervals[np.array(mu) > 0]).all()
+
+
 # Values mixing zeros, the tiny and the huge: where solvers break.
 edge_values = st.sampled_from([0.0, 1e-12, 1e-6, 1e-3, 0.25, 1.0, 3.0, 1e3, 1e6, 1e9])
 
@@ -228,3 +252,41 @@ def test_intervals_lengthen_as_omega_rises(data, budget: float) -> None:
     # Stationary intervals rise with ω: order them the way the two ω are ordered.
     low, high = (rich, poor) if poor.omega >= rich.omega else (poor, rich)
     assert np.all(high.intervals[both] >= low.intervals[both] * (1 - 1e-6))
+
+
+@contextmanager
+def shrink_above(size: int) -> Iterator[None]:
+    saved = OmegaSearch.SHRINK_ABOVE
+    OmegaSearch.SHRINK_ABOVE = size
+    try:
+        yield
+    finally:
+        OmegaSearch.SHRINK_ABOVE = saved
+
+
+@given(sources, scales)
+def test_dropping_unkept_sources_from_later_passes_changes_nothing(data, budget: float) -> None:
+    """Once the Lagrangian's bracket has a lower end, its remaining passes cover only the
+    sources kept there (a dropped source stays dropped as ω rises): same schedule, same ω."""
+    lam, prof, mu = (np.array(v) for v in data)
+    full = solve_intervals(lam, prof, mu, budget)
+    with shrink_above(0):
+        shrunk = solve_intervals(lam, prof, mu, budget)
+    assert shrunk.converged
+    assert shrunk.cost <= budget * (1 + 1e-9) + 1e-300
+    assert np.isclose(shrunk.objective, full.objective, rtol=1e-7, atol=1e-300)
+    assert np.isclose(shrunk.omega, full.omega, rtol=1e-4, atol=1e-300)
+
+
+def test_dropping_unkept_sources_on_a_large_instance() -> None:
+    rng = np.random.default_rng(5)
+    n = 20_000
+    lam, prof, mu = rng.lognormal(-6, 2, n), rng.lognormal(0, 2, n), rng.lognormal(-8, 2, n)
+    budget = 0.5 * lam.sum()
+    with shrink_above(1 << 30):
+        full = solve_intervals(lam, prof, mu, budget)
+    shrunk = solve_intervals(lam, prof, mu, budget)  # the default shrinks at this size
+    assert 0.1 < shrunk.kept.mean() < 0.8  # the passes really ran on a subset
+    np.testing.assert_array_equal(shrunk.kept, full.kept)
+    np.testing.assert_allclose(shrunk.intervals, full.intervals, rtol=1e-6)
+    assert shrunk.objective == pytest.approx(full.objective, rel=1e-9)

@@ -52,80 +52,75 @@ class CrawlHistory:
             raise ValueError(f"memory must be a finite number of seconds > 0, got {memory!r}")
         self.history = int(history)
         self.memory = float(memory)
-        # New links and seconds over all crawls, each weighted e^{-age/memory}.
-        self.long_links: FloatArray = np.zeros(sources)
-        self.long_span: FloatArray = np.zeros(sources)
         size = self.history + 1  # the crawl before the window marks where it starts
         self.times: FloatArray = np.full((sources, size), np.nan)
         self.counts: NDArray[np.int64] = np.zeros((sources, size), dtype=np.int64)
-        self.filled: NDArray[np.int64] = np.zeros(sources, dtype=np.int64)
-        self.next: NDArray[np.int64] = np.zeros(sources, dtype=np.int64)
+        # Per source, as Python lists: :meth:`record` runs at every source crawl, and numpy's
+        # scalar reads and writes cost several times more than a list's.
+        self.filled: list[int] = [0] * sources  # crawls in the ring
+        self.next: list[int] = [0] * sources  # the ring slot the next crawl goes to
+        self.newest: list[float] = [math.nan] * sources  # the last crawl's time
+        # New links and seconds over all crawls, each weighted e^{-age/memory}.
+        self.long_links: list[float] = [0.0] * sources
+        self.long_span: list[float] = [0.0] * sources
 
     @property
     def sources(self) -> int:
-        return int(self.filled.size)
+        return len(self.filled)
 
     def grow(self, sources: int) -> None:
-        self._restore_long_run()
         extra = sources - self.sources
         if extra > 0:
             size = self.history + 1
             self.times = np.concatenate([self.times, np.full((extra, size), np.nan)])
             self.counts = np.concatenate([self.counts, np.zeros((extra, size), np.int64)])
-            self.filled = np.concatenate([self.filled, np.zeros(extra, np.int64)])
-            self.next = np.concatenate([self.next, np.zeros(extra, np.int64)])
-            self.long_links = np.concatenate([self.long_links, np.zeros(extra)])
-            self.long_span = np.concatenate([self.long_span, np.zeros(extra)])
+            self.filled += [0] * extra
+            self.next += [0] * extra
+            self.newest += [math.nan] * extra
+            self.long_links += [0.0] * extra
+            self.long_span += [0.0] * extra
 
     def record(self, source: int, time: float, new_links: int) -> None:
         """One crawl of ``source`` at ``time`` that found ``new_links`` new links."""
         if new_links < 0:
             raise ValueError(f"new_links must be >= 0, got {new_links!r}")
-        if source >= self.filled.size or "long_links" not in self.__dict__:
-            self.grow(source + 1)  # (also starts the long-run rate of an old saved state)
-        # Python scalars throughout: this runs at every source crawl, and numpy's scalar
-        # arithmetic costs several times more.
-        size = self.history + 1
-        slot = int(self.next[source])
-        filled = int(self.filled[source])
+        if source >= len(self.filled):
+            self.grow(source + 1)
+        slot = self.next[source]
+        filled = self.filled[source]
         if filled:
-            newest = float(self.times[source, (slot - 1) % size])
+            newest = self.newest[source]
             if time < newest:
                 raise ValueError(f"crawl times of source {source} must not go back in time")
             fade = math.exp(-(time - newest) / self.memory)
-            self.long_links[source] = float(self.long_links[source]) * fade + new_links
-            self.long_span[source] = float(self.long_span[source]) * fade + (time - newest)
+            self.long_links[source] = self.long_links[source] * fade + new_links
+            self.long_span[source] = self.long_span[source] * fade + (time - newest)
         # The very first crawl only records what is there: none of its links count as new.
         self.counts[source, slot] = new_links if filled else 0
         self.times[source, slot] = time
-        self.next[source] = (slot + 1) % size
-        self.filled[source] = min(filled + 1, size)
+        self.newest[source] = time
+        self.next[source] = (slot + 1) % (self.history + 1)
+        self.filled[source] = min(filled + 1, self.history + 1)
 
     def window(self) -> tuple[FloatArray, FloatArray]:
         """New links found in each source's window and the seconds it spans (0 for sources
         crawled fewer than twice)."""
         size = self.history + 1
         rows = np.arange(self.sources)
-        newest = self.times[rows, (self.next - 1) % size]
+        filled = np.array(self.filled, dtype=np.int64)
+        following = np.array(self.next, dtype=np.int64)
+        newest = np.array(self.newest, dtype=np.float64)
         # With a full ring the oldest entry is the one about to be overwritten; before that,
         # it is the first crawl (slot 0).
-        oldest_slot = np.where(self.filled == size, self.next, 0)
+        oldest_slot = np.where(filled == size, following, 0)
         links = self.counts.sum(axis=1) - self.counts[rows, oldest_slot]
         span = newest - self.times[rows, oldest_slot]
-        known = self.filled >= 2
+        known = filled >= 2
         return np.where(known, links, 0).astype(np.float64), np.where(known, span, 0.0)
 
     def long_run(self) -> tuple[FloatArray, FloatArray]:
         """New links and seconds over all crawls of each source, fading over ``memory``."""
-        self._restore_long_run()
-        return self.long_links.copy(), self.long_span.copy()
-
-    def _restore_long_run(self) -> None:
-        """Start the long-run rate from nothing in a state saved before it existed."""
-        if "long_links" not in vars(self):
-            self.memory = 3 * 86400.0
-            self.long_links = np.zeros(self.sources)
-            self.long_span = np.zeros(self.sources)
+        return np.array(self.long_links, dtype=np.float64), np.array(self.long_span, np.float64)
 
     def link_rate(self) -> FloatArray:
         """``λ`` per source, links over span; NaN for sources crawled fewer than twice."""
@@ -138,26 +133,33 @@ class CrawlHistory:
         return {
             "history": self.history,
             "memory": self.memory,
-            "long_links": self.long_links.tolist(),
-            "long_span": self.long_span.tolist(),
+            "long_links": list(self.long_links),
+            "long_span": list(self.long_span),
             "times": [[None if t != t else t for t in row] for row in self.times.tolist()],
             "counts": self.counts.tolist(),
-            "filled": self.filled.tolist(),
-            "next": self.next.tolist(),
+            "filled": list(self.filled),
+            "next": list(self.next),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CrawlHistory:
+        """From :meth:`to_dict`, or from the attributes of a build that kept the per-source
+        figures as arrays (and, before that, had no long-run rate: it starts from nothing)."""
         n = len(data["filled"])
         out = cls(n, history=int(data["history"]), memory=float(data.get("memory", 3 * 86400.0)))
         if out.sources:
-            # (States saved before the long-run rate existed start it from nothing.)
-            out.long_links = np.array(data.get("long_links", [0.0] * n), dtype=np.float64)
-            out.long_span = np.array(data.get("long_span", [0.0] * n), dtype=np.float64)
-            out.times = np.array(data["times"], dtype=np.float64)  # None -> nan
+            out.long_links = [float(v) for v in data.get("long_links", [0.0] * n)]
+            out.long_span = [float(v) for v in data.get("long_span", [0.0] * n)]
+            times = np.array(data["times"], dtype=np.float64)  # None -> nan
+            out.times = times
             out.counts = np.array(data["counts"], dtype=np.int64)
-            out.filled = np.array(data["filled"], dtype=np.int64)
-            out.next = np.array(data["next"], dtype=np.int64)
+            out.filled = [int(v) for v in data["filled"]]
+            out.next = [int(v) for v in data["next"]]
+            size = out.history + 1
+            last = [(slot - 1) % size for slot in out.next]
+            out.newest = times[np.arange(n), last].tolist() if n else []
+            if len(out.long_links) != n or len(out.long_span) != n or times.shape != (n, size):
+                raise ValueError("crawl history arrays of different lengths")
         return out
 
 

@@ -115,7 +115,8 @@ class SourceLearner:
             self._sources = sources
 
     def record_crawl(self, source: int, time: float, new_links: int) -> None:
-        self.grow(source + 1)
+        if source >= self._sources:  # (inline: this runs at every source crawl)
+            self.grow(source + 1)
         self.crawls.record(source, time, new_links)
 
     def add_page(

@@ -63,7 +63,8 @@ class Members:
     static_index: IntArray  # static (μ = 0) members
     static_lam: FloatArray
     static_profit: FloatArray
-    top: float  # an ω at which nothing is worth recrawling
+    top: float  # an ω at which nothing is worth recrawling or keeping
+    recrawl_top: float  # the largest a = λP/μ: above it no decaying member is recrawled
 
     @classmethod
     def of(cls, problem: Problem, mask: BoolArray | None = None) -> Members:
@@ -80,19 +81,42 @@ class Members:
             # λP/μ can overflow for absurd scales; such a source is worth any ω we reach.
             scale = np.minimum(lam * prof / mu, np.finfo(np.float64).max)
         static_profit = problem.profit[static]
-        top = max(float(np.max(scale, initial=0.0)), float(np.max(static_profit, initial=0.0)))
+        recrawl_top = float(np.max(scale, initial=0.0))
+        top = max(recrawl_top, float(np.max(static_profit, initial=0.0)))
         return cls(
             dec,
-            StationaryPoints(lam, mu, scale),
+            StationaryPoints(lam, mu, 1.0 / scale),
             static,
             problem.link_rate[static],
             static_profit,
             top,
+            recrawl_top,
         )
 
     @property
     def size(self) -> int:
         return int(self.index.size + self.static_index.size)
+
+    def search_top(self, *, fixed: bool) -> float:
+        """Where a search's bracket starts above. A fixed set keeps its static members at any
+        ``ω``, so above the largest ``a`` its cost no longer moves: a bracket reaching up to a
+        static member's ``P`` would spend its iterations on that flat stretch."""
+        return self.recrawl_top if fixed and self.index.size else self.top
+
+    def kept_at(self, point: Point, kept: IntArray, static_kept: IntArray) -> Members:
+        """The members ``point`` keeps (``kept``, ``static_kept``: their positions). A source
+        dropped at some ``ω`` stays dropped at every larger one (``e^{-x}/y`` falls as ``ω``
+        rises; a static source's ``P > ω`` likewise), so once the search's bracket has
+        ``point`` as its lower end only these can matter."""
+        return Members(
+            self.index.take(kept),
+            self.points.subset(kept),
+            self.static_index.take(static_kept),
+            self.static_lam.take(static_kept),
+            self.static_profit.take(static_kept),
+            self.top,
+            self.recrawl_top,
+        )
 
 
 @dataclass
@@ -119,6 +143,9 @@ class OmegaSearch:
     # within a few percent, so it needs three or four passes over all sources instead of ten.
     SAMPLE_ABOVE = 1 << 16
     SAMPLE_SIZE = 1 << 14
+    # Above this many members the Lagrangian, once it has a lower end, drops the sources
+    # not kept there from its remaining passes (tests lower it to run small instances through).
+    SHRINK_ABOVE = 1 << 12
 
     def __init__(self, problem: Problem, *, rtol: float, max_iter: int) -> None:
         self.problem = problem
@@ -139,7 +166,8 @@ class OmegaSearch:
             # more crawl is worth nothing (ω = 0) and no ω would spend the rest.
             return self._all_static_kept(members), True
         sampled = False
-        if near is not None and 0 < near < members.top:
+        top = members.search_top(fixed=fixed)
+        if near is not None and 0 < near < top:
             omega = near
         else:
             omega = self._first_guess(members, budget, fixed=fixed)
@@ -148,17 +176,24 @@ class OmegaSearch:
         target = budget * (1 - 0.5 * self.rtol)
         # A sample's ω is within a few percent; Newton's slope, blind to the kept-set jumps,
         # can overshoot by far more, so its first steps stay within a trust region.
-        bracket = _Bracket(target, members.top, max_move=_SAMPLE_TRUST if sampled else _MAX_MOVE)
+        bracket = _Bracket(
+            target, top, max_move=_SAMPLE_TRUST if sampled else _MAX_MOVE, smooth=fixed
+        )
         best: Point | None = None
         converged = False
+        view, shrunk = members, None  # the members evaluated; how they map back to all
+        best_shrunk: _Shrunk | None = None
         for _ in range(self.max_iter):
-            point = self._evaluate(members, omega, fixed=fixed)
+            point = self._evaluate(view, omega, fixed=fixed)
             if point.cost <= budget:
-                best = point
+                best, best_shrunk = point, shrunk
                 if budget - point.cost <= self.rtol * budget:
                     converged = True
                     break
             bracket.add(point)
+            if shrunk is None and not fixed and self._worth_shrinking(members, point, bracket):
+                shrunk = _Shrunk(members, point)
+                view = shrunk.inner
             # A fixed kept set has no jumps, only steep stretches (y near 1) that ω resolves
             # slowly: there only a fully collapsed bracket stops the search.
             if not fixed and bracket.straddles_jump(budget):
@@ -175,12 +210,24 @@ class OmegaSearch:
             saturated = self._saturated(members, bracket.hi)
             if saturated is not None:
                 return saturated, True
+        if best is not None and best_shrunk is not None:
+            best = best_shrunk.expand(best)
         if best is None:
             # Just above top every source is dead (y > 1: nothing recrawled), which is always
             # feasible. The Lagrangian then keeps nothing and the repair's fixed solves take
             # the saturated regime above.
             best = self._evaluate(members, _above(members.top), fixed=fixed)
         return best, converged
+
+    def _worth_shrinking(self, members: Members, point: Point, bracket: _Bracket) -> bool:
+        """Every later ω lies above a bracket's lower end, where the sources it drops stay
+        dropped: when ``point`` just became that end, the passes left need only the sources
+        it keeps, if that saves enough to pay for copying them."""
+        return (
+            bracket.lo == point.omega
+            and members.size > self.SHRINK_ABOVE
+            and point.kept_count < 0.8 * members.size
+        )
 
     def _all_static_kept(self, members: Members) -> Point:
         static_kept = np.ones(members.static_index.size, bool)
@@ -230,7 +277,7 @@ class OmegaSearch:
         return Point(omega, points.x.copy(), kept, points.alive.copy(), static_kept, cost, slope)
 
     def _first_guess(self, members: Members, budget: float, *, fixed: bool) -> float:
-        top = members.top
+        top = members.search_top(fixed=fixed)
         if not fixed and members.size > self.SAMPLE_ABOVE:
             stride = members.size // self.SAMPLE_SIZE
             sample = Members.at_indices(
@@ -253,6 +300,30 @@ class OmegaSearch:
             if 0 < guess < top:
                 return guess
         return top * 1e-3
+
+
+class _Shrunk:
+    """Members reduced to those kept at a bracket's lower end, and the way back.
+
+    The expanded point gives the dropped members the lower end's ``x`` and ``alive``: they are
+    not kept, so nothing reads them but a warm start.
+    """
+
+    def __init__(self, members: Members, low: Point) -> None:
+        self.low = low
+        self.kept_at = np.flatnonzero(low.kept)
+        self.static_at = np.flatnonzero(low.static_kept)
+        self.inner = members.kept_at(low, self.kept_at, self.static_at)
+
+    def expand(self, point: Point) -> Point:
+        x, alive = self.low.x.copy(), self.low.alive.copy()
+        x[self.kept_at] = point.x
+        alive[self.kept_at] = point.alive
+        kept = np.zeros(x.size, bool)
+        kept[self.kept_at] = point.kept
+        static_kept = np.zeros(self.low.static_kept.size, bool)
+        static_kept[self.static_at] = point.static_kept
+        return Point(point.omega, x, kept, alive, static_kept, point.cost, point.slope)
 
 
 def _above(top: float) -> float:
@@ -281,8 +352,13 @@ class _Bracket:
     proposal leaves the bracket, the Illinois variant of regula falsi; failing that, bisection.
     """
 
-    def __init__(self, target: float, top: float, *, max_move: float = _MAX_MOVE) -> None:
+    def __init__(
+        self, target: float, top: float, *, max_move: float = _MAX_MOVE, smooth: bool = False
+    ) -> None:
         self.max_move = max_move  # largest step in log ω that Newton may take
+        # A fixed kept set's cost has no jumps: a bracket that stops shrinking there is stuck
+        # on a steep stretch. (The Lagrangian's jumps are settled by the secant instead.)
+        self.smooth = smooth
         self.log_target = math.log(target)
         self.lo, self.hi = 0.0, top  # cost(lo) > target >= cost(hi); cost(top) = 0
         self.f_lo, self.f_hi = math.inf, -math.inf  # log(cost / target) at each end
@@ -292,6 +368,7 @@ class _Bracket:
         self.repeats = 0  # how many times in a row the same end moved
         self.last_move = math.inf
         self.previous: Point | None = None
+        self.widths: list[float] = []  # log(hi/lo) after each evaluation with both ends known
 
     @property
     def collapsed(self) -> bool:
@@ -323,6 +400,16 @@ class _Bracket:
             if self.side == 1:
                 self.f_lo *= 0.5
             self.side = 1
+        if self.lo > 0:
+            self.widths.append(math.log(self.hi / self.lo))
+
+    @property
+    def stalling(self) -> bool:
+        """The ends alternate yet the bracket did not halve in two steps: a proposal keeps
+        landing just past a steep stretch (a source dying as ``y`` nears 1), where neither
+        Newton nor regula falsi sees the shape of the curve."""
+        widths = self.widths
+        return self.smooth and len(widths) >= 3 and widths[-1] > 0.5 * widths[-3]
 
     def next_omega(self, point: Point) -> float:
         previous, self.previous = self.previous, point
@@ -332,7 +419,8 @@ class _Bracket:
             candidate = self._newton(point)
         if self.lo == 0:
             return candidate if 0 < candidate < self.hi else self.hi * 1e-3
-        if self.repeats >= 2:  # the same end moved three times running: creeping, so bisect
+        if self.repeats >= 2 or self.stalling:  # creeping: bisect
+            self.widths.clear()  # give the next proposals two steps again
             return math.sqrt(self.lo) * math.sqrt(self.hi)
         if self.lo < candidate < self.hi:
             return candidate

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from scrapy_echo.model.curves import FloatArray, g_inv
 
 BoolArray = NDArray[np.bool_]
+IntArray = NDArray[np.intp]
 
 _NEWTON_RTOL = 1e-7
 # Newton runs on y clipped to this range: below, its formula cancels and the series takes
@@ -32,6 +33,7 @@ _NEWTON_RTOL = 1e-7
 _Y_MIN = 1e-6
 _Y_MAX = 1.0 - 1e-12
 _X_AT_Y_MIN = 0.001414880661479091  # g⁻¹(_Y_MIN)
+_X_AT_Y_MAX = 31.099896029035452  # g⁻¹(_Y_MAX): where a dead source's x waits
 _MAX_NEWTON = 30
 # Warm starts are used when log ω moved less than this; further, a cold guess is better.
 _WARM_LOG_STEP = 0.3
@@ -42,20 +44,20 @@ class StationaryPoints:
     """Evaluates the stationary schedule of fixed sources at any ``ω``.
 
     Sources with ``y >= 1`` are *dead* at this ``ω`` (never worth recrawling: ``I = inf``);
-    their ``x`` is kept finite (solved at ``y = 1 - 1e-9``) only so that the next warm start
+    their ``x`` is kept finite (``g⁻¹(1 - 1e-12)``) only so that the next warm start
     stays finite.
 
     Parameters
     ----------
-    link_rate, decay, scale : ndarray
-        ``λ``, ``μ > 0`` and ``a = λP/μ > 0`` of the sources, all of one length.
+    link_rate, decay, inv_scale : ndarray
+        ``λ``, ``μ > 0`` and ``1/a = μ/(λP) > 0`` of the sources, all of one length.
     """
 
-    def __init__(self, link_rate: FloatArray, decay: FloatArray, scale: FloatArray) -> None:
+    def __init__(self, link_rate: FloatArray, decay: FloatArray, inv_scale: FloatArray) -> None:
         self.lam = link_rate
         self.mu = decay
-        self.inv_scale = 1.0 / scale
-        n = scale.size
+        self.inv_scale = inv_scale
+        n = inv_scale.size
         self.x = np.empty(n)
         self.y = np.empty(n)
         self.e = np.empty(n)
@@ -102,11 +104,34 @@ class StationaryPoints:
             # them from holding the whole loop back. The series gives their real x below.
             self.x[tiny] = _X_AT_Y_MIN
         if not (warm and (trusted or self._polish())):
-            self.x[:] = g_inv(self._y_solved)
+            self._cold()
         if few_tiny:  # Newton loses digits there; the series is exact
             self.x[tiny] = g_inv(self.y[tiny])
         self.omega = omega
         self._derive()
+
+    def _cold(self) -> None:
+        """``x`` from scratch. A dead source only needs a finite ``x``, and Newton near
+        ``y = 1`` is what made a cold pass slow, so only live sources are solved."""
+        live = self.alive
+        if live.all():
+            self.x[:] = g_inv(self._y_solved)
+            return
+        self.x.fill(_X_AT_Y_MAX)
+        self.x[live] = g_inv(self._y_solved[live])
+
+    def subset(self, chosen: IntArray) -> StationaryPoints:
+        """The sources at positions ``chosen`` alone, carrying this one's warm start (``x`` and
+        its sensitivity at the current ``ω``), so the next move stays a cheap polish."""
+        inner = StationaryPoints(
+            self.lam.take(chosen), self.mu.take(chosen), self.inv_scale.take(chosen)
+        )
+        self.x.take(chosen, out=inner.x)
+        self.sensitivity.take(chosen, out=inner.sensitivity)
+        self.alive.take(chosen, out=inner.alive)
+        inner.omega = self.omega
+        inner.evaluations = self.evaluations
+        return inner
 
     def _largest_relative_move(self) -> float:
         """``max |Δx| / x`` of the prediction just applied (``_buf`` holds ``Δx``)."""
