@@ -1,129 +1,184 @@
-"""Links out of a source response (HTML hubs, RSS/Atom feeds, sitemaps) and a page's own
-published time.
+"""What a source response shows: links to pages, and further sources.
 
-HTML goes through Scrapy's ``LinkExtractor`` (lxml), so a spider can pass its own
-(``echo_link_extractor``); feeds and sitemaps are read with lxml's XML parser, with entity
-resolution and network access off. Links come back canonical (:func:`canonical_url`), in page
-order, each once, with the time the feed says the item was published when it says one.
+The kind of source is read from the response, not guessed from its URL:
+
+======================= ==================================================================
+kind                    read by
+======================= ==================================================================
+``html``                Scrapy's ``LinkExtractor`` (or the spider's ``echo_link_extractor``)
+``rss``/``rdf``/``atom`` feedparser (:mod:`scrapy_echo.feeds`)
+``json-feed``           the standard JSON parser (:mod:`scrapy_echo.feeds`)
+``sitemap``,            Scrapy's ``Sitemap`` (:mod:`scrapy_echo.sitemaps`); an index's
+``news-sitemap``,       sitemaps are further sources
+``sitemap-index``
+``robots``              Scrapy's ``sitemap_urls_from_robots``: its sitemaps are further sources
+======================= ==================================================================
+
+A gzip body is unpacked first. Links come back clean (:class:`~scrapy_echo.identity
+.PageIdentity`), in page order, each once, with the publication time the source states.
 """
 
 from __future__ import annotations
 
-import email.utils
 import logging
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lxml import etree
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
 
-from scrapy_echo.urls import canonical_url, site_of
+from scrapy_echo.feeds import looks_like_json_feed, parse_feed, parse_json_feed
+from scrapy_echo.identity import PageIdentity, SameSite, site_of
+from scrapy_echo.published import page_published
+from scrapy_echo.sitemaps import (
+    is_gzip,
+    looks_like_robots,
+    parse_sitemap,
+    robots_sitemaps,
+    unpack,
+)
 
 if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
 
-_XML_TYPES = (b"xml", b"rss", b"atom")
-_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, recover=True, huge_tree=False)
-_ITEM_TAGS = {"item", "entry", "url"}  # RSS, Atom, sitemap
-_DATE_TAGS = {"pubDate", "published", "updated", "lastmod", "date", "publication_date"}
-_PUBLISHED_XPATHS = (
-    "//meta[@property='article:published_time']/@content",
-    "//meta[@itemprop='datePublished']/@content",
-    "//meta[@name='date']/@content",
-    "//time[@datetime][1]/@datetime",
-)
+_XML_TYPES = ("xml", "rss", "atom")
+_XML_ROOTS = (b"<rss", b"<feed", b"<rdf:", b"<urlset", b"<sitemapindex")
 
 
 @dataclass(frozen=True)
 class Outlink:
-    url: str  # canonical
+    url: str  # clean
     published: float | None = None  # epoch seconds, when the source states it
+
+
+@dataclass
+class SourceContent:
+    """What one source response showed."""
+
+    kind: str
+    links: list[Outlink] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # further sources (clean URLs)
+    bad_urls: int = 0  # links that were not http(s) URLs, or that no rule could clean
+    error: str | None = None  # why nothing could be read (a broken gzip body, ...)
+
+
+def read_source(
+    response: Response,
+    *,
+    extractor: Any | None = None,
+    identity: PageIdentity | None = None,
+    same_site: SameSite | None = None,
+    limit: int = 5000,
+) -> SourceContent:
+    """The links (at most ``limit``) and further sources ``response`` shows. With
+    ``same_site``, only links it allows for the response's site are kept."""
+    identity = identity or PageIdentity()
+    raw = _raw_content(response, extractor)
+    content = SourceContent(raw.kind, error=raw.error)
+    site = site_of(response.url)
+    seen: set[str] = set()
+    for url, published in raw.links:
+        clean = _clean(identity, response, url)
+        if clean is None:
+            content.bad_urls += 1
+        elif clean not in seen and (same_site is None or same_site.allows(site, clean)):
+            seen.add(clean)
+            content.links.append(Outlink(clean, published))
+            if len(content.links) >= limit:
+                break
+    for url in raw.sources[:limit]:
+        clean = _clean(identity, response, url)
+        if clean is None:
+            content.bad_urls += 1
+            continue
+        # robots.txt may name sitemaps on any host (the protocol's cross-host submission);
+        # a sitemap index only those of its own site.
+        allowed = raw.kind == "robots" or same_site is None or same_site.allows(site, clean)
+        if allowed and clean not in content.sources:
+            content.sources.append(clean)
+    return content
 
 
 def extract_outlinks(
     response: Response, extractor: Any | None, *, same_site: bool, limit: int
 ) -> list[Outlink]:
-    """The links a source response shows, at most ``limit``; ``[]`` for non-text bodies."""
-    if not isinstance(response, TextResponse):
-        return []
-    if _looks_like_xml(response):
-        links = _feed_links(response)
-    else:
-        if extractor is None:
-            extractor = LinkExtractor(unique=True)
-        links = [Outlink(canonical_url(link.url)) for link in extractor.extract_links(response)]
-    if same_site:
-        site = site_of(response.url)
-        links = [link for link in links if site_of(link.url) == site]
-    seen: set[str] = set()
-    unique = []
-    for link in links:
-        if link.url not in seen and link.url.startswith(("http://", "https://")):
-            seen.add(link.url)
-            unique.append(link)
-    return unique[:limit]
+    """The page links of a source response (:func:`read_source` with the default identity)."""
+    return read_source(
+        response, extractor=extractor, same_site=SameSite() if same_site else None, limit=limit
+    ).links
 
 
 def published_time(response: Response) -> float | None:
-    """The page's own published time (epoch seconds) from its metadata, if it states one."""
-    if not isinstance(response, TextResponse) or _looks_like_xml(response):
+    """The page's own publication time (epoch seconds) from its metadata, if it states one."""
+    if not isinstance(response, TextResponse) or _is_xml(response, response.body):
         return None
-    for xpath in _PUBLISHED_XPATHS:
-        value = response.xpath(xpath).get()
-        if value:
-            parsed = parse_time(value)
-            if parsed is not None:
-                return parsed
+    return page_published(response)
+
+
+@dataclass
+class _Raw:
+    kind: str
+    links: list[tuple[str, float | None]] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def _raw_content(response: Response, extractor: Any | None) -> _Raw:
+    body = response.body
+    if is_gzip(body):
+        try:
+            body = unpack(body)
+        except ValueError as exc:
+            return _Raw("gzip", error=str(exc))
+        return _xml_content(body, _content_type(response)) or _Raw("gzip", error="not a sitemap")
+    if looks_like_json_feed(body):
+        items = parse_json_feed(body)
+        if items is not None:
+            return _Raw("json-feed", [(item.url, item.published) for item in items])
+    if _is_xml(response, body):
+        return _xml_content(body, _content_type(response)) or _Raw("xml", error="not a feed")
+    if not isinstance(response, TextResponse):
+        return _Raw("binary", error="not text")
+    if _content_type(response).startswith("text/plain") and looks_like_robots(response.text):
+        return _Raw("robots", sources=robots_sitemaps(response.body, response.url))
+    if extractor is None:
+        extractor = LinkExtractor(unique=True)
+    return _Raw("html", [(link.url, None) for link in extractor.extract_links(response)])
+
+
+def _xml_content(body: bytes, content_type: str) -> _Raw | None:
+    sitemap = parse_sitemap(body)
+    if sitemap is not None:
+        entries = [(entry.url, entry.published) for entry in sitemap.entries]
+        if sitemap.kind == "sitemap-index":
+            return _Raw(sitemap.kind, sources=[url for url, _ in entries])
+        return _Raw(sitemap.kind, entries)
+    feed = parse_feed(body, content_type or "application/xml")
+    if feed is not None:
+        kind, items = feed
+        return _Raw(kind, [(item.url, item.published) for item in items])
     return None
 
 
-def parse_time(text: str) -> float | None:
-    """ISO 8601 or RFC 822 (feeds) to epoch seconds; naive times are UTC; ``None`` if
-    neither."""
-    text = text.strip()
+def _clean(identity: PageIdentity, response: Response, url: str) -> str | None:
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        try:
-            moment = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
+        clean = identity.clean(response.urljoin(url.strip()))
+    except Exception:  # w3lib and urllib raise what the URL parsing underneath them raises
+        return None
+    return clean if clean.startswith(("http://", "https://")) else None
 
 
-def _looks_like_xml(response: TextResponse) -> bool:
-    content_type = response.headers.get(b"Content-Type", b"") or b""
-    if any(kind in content_type.lower() for kind in _XML_TYPES):
+def _content_type(response: Response) -> str:
+    raw = response.headers.get(b"Content-Type", b"") or b""
+    return raw.decode("latin-1").strip().lower()
+
+
+def _is_xml(response: Response, body: bytes) -> bool:
+    if any(kind in _content_type(response) for kind in _XML_TYPES):
         return True
-    return response.body.lstrip()[:5] == b"<?xml"
-
-
-def _feed_links(response: TextResponse) -> list[Outlink]:
-    try:
-        root = etree.fromstring(response.body, parser=_PARSER, base_url=response.url)
-    except etree.XMLSyntaxError:
-        return []
-    if root is None:
-        return []
-    links = []
-    for item in root.iter():
-        if not isinstance(item.tag, str) or etree.QName(item).localname not in _ITEM_TAGS:
-            continue
-        url, published = None, None
-        for child in item:
-            if not isinstance(child.tag, str):
-                continue
-            name = etree.QName(child).localname
-            if name in {"link", "loc"} and url is None:
-                url = child.get("href") or (child.text or "").strip()
-            elif name in _DATE_TAGS and published is None and child.text:
-                published = parse_time(child.text)
-        if url:
-            links.append(Outlink(canonical_url(response.urljoin(url)), published))
-    return links
+    head = body[:512].lstrip()
+    if head.startswith(b"<?xml"):
+        return True
+    return head.startswith(_XML_ROOTS)

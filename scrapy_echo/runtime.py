@@ -228,11 +228,19 @@ class EchoRuntime:
             self.transport(ClicksArrived(tuple([r.url, r.ts, r.clicks] for r in rows)))
             return len(rows)
         if rows:
-            self.core.add_clicks(
-                [row.url for row in rows], [row.ts for row in rows], [row.clicks for row in rows]
+            # Rows name pages as the analytics saw them: clean them as links are cleaned, so
+            # tracking parameters and the user's normaliser give the same key.
+            clean = self.config.identity.clean
+            matched = self.core.add_clicks(
+                [clean(row.url) for row in rows],
+                [row.ts for row in rows],
+                [row.clicks for row in rows],
             )
-            if self.crawler.stats is not None:
-                self.crawler.stats.inc_value("echo/clickfeed/rows", len(rows))
+            stats = self.crawler.stats
+            if stats is not None:
+                stats.inc_value("echo/clickfeed/rows", len(rows))
+                stats.inc_value("echo/clickfeed/matched_rows", matched)
+                stats.inc_value("echo/clickfeed/unmatched_rows", len(rows) - matched)
         return len(rows)
 
     def push_clicks(self, rows: Iterable[Mapping[str, Any]]) -> int:

@@ -111,6 +111,19 @@ class EchoScheduler(EchoComponent):
 
     def enqueue_request(self, request: Request) -> bool:
         echo = request.meta.get("echo")
+        if (
+            isinstance(echo, dict)
+            and echo.get("kind") == "page"
+            and request.meta.get("redirect_urls")
+        ):
+            # A page that redirected: if it landed on a page fetched under another URL, it is
+            # that page, fetched already; else finish it first, like a source's redirect.
+            if self.state.already_fetched(request.url):
+                self.inc_stat("echo/pages/duplicate_skipped")
+                return False
+            self.plain.appendleft(request)
+            self.inc_stat("echo/scheduler/enqueued/page_followup")
+            return True
         if isinstance(echo, dict) and echo.get("kind") == "page":
             self.state.frontier.push(
                 int(echo["source"]),
@@ -184,14 +197,21 @@ class EchoScheduler(EchoComponent):
 
     def next_echo_request(self, now: float, *, count: bool = True) -> Request | None:
         """The policy's choice as a request (``count``: as a request leaving this worker)."""
-        decision = self.runtime.policy.choose(now, self.state.last_crawl, self.state.frontier)
-        if decision is None:
-            return None
-        if decision.kind == "page":
+        while True:
+            decision = self.runtime.policy.choose(now, self.state.last_crawl, self.state.frontier)
+            if decision is None:
+                return None
+            if decision.kind != "page":
+                break
             waiting = self.state.frontier.pop(decision.source)
+            request: Request = waiting.page  # type: ignore[assignment]
+            if self.state.already_fetched(request.url):
+                # Another URL of this page (a redirect's target, its canonical link) was
+                # fetched since it was queued: it is one page, fetched once.
+                self.inc_stat("echo/pages/duplicate_skipped")
+                continue
             if count:
                 self.inc_stat("echo/scheduler/dequeued/page")
-            request: Request = waiting.page  # type: ignore[assignment]
             return request
         source = decision.source
         self.state.source_dispatched(source, now)

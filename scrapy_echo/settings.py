@@ -8,12 +8,14 @@ rule, so a typo stops the crawl at start instead of skewing it for hours.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 
+from scrapy_echo.identity import DEFAULT_STRIP_PARAMS, PageIdentity, SameSite, load_normalizer
 from scrapy_echo.model.policies import POLICIES
 
 if TYPE_CHECKING:
@@ -35,7 +37,10 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_PLAIN_SHARE": 0.5,  # share of slots for the spider's own requests while ECHO has work
     "ECHO_FAILURE_BACKOFF": 60.0,  # s a failing source waits, doubled per failure in a row
     "ECHO_FAILURE_BACKOFF_MAX": 6 * 3600.0,
-    "ECHO_SAME_SITE": True,  # default link extractor keeps links of the source's site only
+    "ECHO_SAME_SITE": True,  # a source yields links of its own site (and ECHO_ALLOWED_HOSTS)
+    "ECHO_ALLOWED_HOSTS": [],  # further hosts (or registered domains) any source may link to
+    "ECHO_STRIP_PARAMS": list(DEFAULT_STRIP_PARAMS),  # query parameters that name no page
+    "ECHO_URL_NORMALIZER": None,  # dotted path to a function url -> url, the user's rule
     "ECHO_MAX_LINKS_PER_SOURCE": 2000,  # links read from one source response
     "ECHO_DEBUG": False,  # log every decision and every new page
     "ECHO_LOG_INTERVAL": 60.0,  # s between ECHO's status lines (and stats)
@@ -70,6 +75,8 @@ class EchoConfig:
     failure_backoff: float
     failure_backoff_max: float
     same_site: bool
+    allowed_hosts: tuple[str, ...]
+    identity: PageIdentity
     max_links_per_source: int
     debug: bool
     log_interval: float
@@ -109,6 +116,8 @@ class EchoConfig:
             failure_backoff=backoff,
             failure_backoff_max=get.number("ECHO_FAILURE_BACKOFF_MAX", at_least=backoff),
             same_site=get.flag("ECHO_SAME_SITE"),
+            allowed_hosts=get.names("ECHO_ALLOWED_HOSTS"),
+            identity=PageIdentity(get.names("ECHO_STRIP_PARAMS"), _normalizer(get)),
             max_links_per_source=get.integer("ECHO_MAX_LINKS_PER_SOURCE"),
             debug=get.flag("ECHO_DEBUG"),
             log_interval=get.number("ECHO_LOG_INTERVAL"),
@@ -121,6 +130,25 @@ class EchoConfig:
             redis_dupefilter_ttl=get.number("ECHO_REDIS_DUPEFILTER_TTL"),
             redis_poll_interval=get.number("ECHO_REDIS_POLL_INTERVAL"),
         )
+
+    @property
+    def site_rule(self) -> SameSite | None:
+        """Which links a source may yield; ``None``: any."""
+        return SameSite(self.allowed_hosts) if self.same_site else None
+
+
+def _normalizer(get: _Getter) -> Callable[[str], str] | None:
+    path = get.raw("ECHO_URL_NORMALIZER")
+    if path is None or path == "":
+        return None
+    if callable(path):  # a function given directly in Python settings
+        return path  # type: ignore[no-any-return]
+    if not isinstance(path, str):
+        raise NotConfigured(f"ECHO_URL_NORMALIZER ({path!r}) must be a dotted path")
+    try:
+        return load_normalizer(path)
+    except ValueError as exc:
+        raise NotConfigured(str(exc)) from None
 
 
 def read_sources(value: object) -> tuple[str, ...]:
@@ -206,6 +234,15 @@ class _Getter:
             return self.settings.getbool(name, DEFAULTS[name])
         except ValueError:
             raise NotConfigured(f"{name} ({self.raw(name)!r}) must be true or false") from None
+
+    def names(self, name: str) -> tuple[str, ...]:
+        """A list of non-empty strings (or one comma-separated string)."""
+        value = self.raw(name)
+        if isinstance(value, str):
+            value = value.split(",")
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise NotConfigured(f"{name} ({value!r}) must be a list of strings")
+        return tuple(v.strip() for v in value if v.strip())
 
     def text(self, name: str) -> str:
         value = self.raw(name)

@@ -19,8 +19,10 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from scrapy_echo.core.events import PageFetched, SourceFetched
-from scrapy_echo.outlinks import extract_outlinks, published_time
+from scrapy.http import TextResponse
+
+from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded, SourceFetched
+from scrapy_echo.outlinks import published_time, read_source
 from scrapy_echo.runtime import EchoComponent
 
 if TYPE_CHECKING:
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
+
+_MAX_ALIAS_LENGTH = 2048  # a longer "canonical" URL is junk, and would not fit an event
 
 
 class EchoSpiderMiddleware(EchoComponent):
@@ -62,16 +66,27 @@ class EchoSpiderMiddleware(EchoComponent):
 
     def _source_response(self, response: Response, echo: dict[str, Any]) -> list[Request]:
         config = self.runtime.config
-        links = extract_outlinks(
+        content = read_source(
             response,
-            getattr(self.crawler.spider, "echo_link_extractor", None),
-            same_site=config.same_site,
+            extractor=getattr(self.crawler.spider, "echo_link_extractor", None),
+            identity=config.identity,
+            same_site=config.site_rule,
             limit=config.max_links_per_source,
         )
+        self.inc_stat(f"echo/sources/kind/{content.kind}")
+        if content.bad_urls:
+            self.inc_stat("echo/links/bad_url", content.bad_urls)
+        if content.error is not None:
+            self.inc_stat("echo/sources/unreadable")
+            logger.warning("ECHO source %s unreadable (%s)", response.url, content.error)
+        for url in content.sources:  # a sitemap index's sitemaps, a robots.txt's
+            self.runtime.observe(SourceAdded(url))
+        if content.sources:
+            self.inc_stat("echo/sources/found", len(content.sources))
         event = SourceFetched(
             str(echo.get("url", response.url)),
             float(echo.get("fetched", self.runtime.clock())),
-            tuple((link.url, link.published) for link in links),
+            tuple((link.url, link.published) for link in content.links),
             echo.get("etag"),
             echo.get("lm"),
         )
@@ -93,11 +108,35 @@ class EchoSpiderMiddleware(EchoComponent):
         source_url = echo.get("source_url")
         if source_url is None:  # a request queued by an earlier version (JOBDIR)
             source_url = self.state.sources[int(echo["source"])].url
+        aliases = page_aliases(response, str(echo["page"]))
+        if aliases:
+            self.inc_stat("echo/pages/aliases", len(aliases))
         event = PageFetched(
             str(echo["page"]),
             str(source_url),
             appeared,
             float(echo.get("fetched", self.runtime.clock())),
+            aliases,
         )
         self.runtime.observe(event)
         self.inc_stat("echo/pages/crawled")
+
+
+def page_aliases(response: Response, page: str) -> tuple[str, ...]:
+    """The page's other URLs: the redirects it went through, where it landed, and its
+    ``rel=canonical`` link (absolute http(s) URLs only, at most ``MAX_ALIASES``)."""
+    found = [str(url) for url in response.meta.get("redirect_urls", ())]
+    found.append(response.url)
+    if isinstance(response, TextResponse) and response.body.lstrip()[:5] != b"<?xml":
+        try:
+            canonical = response.xpath("//link[@rel='canonical'][1]/@href").get()
+        except ValueError:  # not HTML after all
+            canonical = None
+        if canonical:
+            found.append(response.urljoin(canonical.strip()))
+    aliases: list[str] = []
+    for url in found:
+        usable = url.startswith(("http://", "https://")) and len(url) <= _MAX_ALIAS_LENGTH
+        if usable and url != page and url not in aliases:
+            aliases.append(url)
+    return tuple(aliases[:MAX_ALIASES])

@@ -15,11 +15,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from scrapy_echo.identity import PageIdentity, fold_scheme
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.priors import ColdStart
-from scrapy_echo.urls import canonical_url
 
 HISTORY_LIMIT = 500
 # History's per-source counts are capped at this many numbers in all (40 MB): with a million
@@ -53,6 +53,8 @@ class StateConfig(Protocol):
     def failure_backoff(self) -> float: ...
     @property
     def failure_backoff_max(self) -> float: ...
+    @property
+    def identity(self) -> PageIdentity: ...
 
 
 @dataclass
@@ -77,7 +79,12 @@ class CrawlState:
     sources: list[SourceStatus] = field(default_factory=list)
     source_ids: dict[str, int] = field(default_factory=dict)  # canonical URL -> id
     seen: set[int] = field(default_factory=set)  # fingerprints of every link seen on a source
+    # Page identity (docs/tutorial.rst, "Real sites"): another URL's key -> the key of the page
+    # it names (a redirect's target, a canonical link), and the fetched pages' fingerprints.
+    aliases: dict[str, str] = field(default_factory=dict)
+    fetched: set[int] = field(default_factory=set)
     crawled_pages: int = 0
+    started: float = math.nan  # the first source crawl's time (of this process)
     source_crawls: int = 0  # Σ crawls of the sources (kept as they happen: reports sample it)
     # One sample per re-solve (see :meth:`record`), for reports: thinned to every other one
     # when it passes HISTORY_LIMIT, so a long crawl keeps its whole span at a coarser grain.
@@ -109,10 +116,10 @@ class CrawlState:
 
     def add_source(self, url: str) -> int:
         """The id of ``url`` as a source, adding it if new."""
-        known = self._ids_as_given.get(url)  # (canonical_url costs more than the rest)
+        known = self._ids_as_given.get(url)  # (the key costs more than the rest)
         if known is not None:
             return known
-        key = canonical_url(url)
+        key = self.config.identity.key(url)
         known = self.source_ids.get(key)
         if known is not None:
             self._ids_as_given[url] = known
@@ -135,20 +142,26 @@ class CrawlState:
         """A crawl of ``source`` was handed to the downloader: it is not due again for now."""
         self._last_crawl[source] = now
 
-    def source_crawled(self, source: int, fetched: float, links: list[str]) -> list[str]:
-        """Record a crawl of ``source`` that showed ``links`` (canonical URLs); returns the
-        new ones. The first crawl of a source only records what is there."""
+    def source_crawled(
+        self, source: int, fetched: float, links: list[str], fresh: set[str] | None = None
+    ) -> list[str]:
+        """Record a crawl of ``source`` that showed ``links`` (clean URLs); returns the new
+        ones: those whose key no source showed before, nor names a fetched page. The first
+        crawl of a source only records what is there, but for the ``fresh`` links."""
         status = self.sources[source]
         first = status.crawls == 0
         fetched = self._fetch_time(status, fetched)
         new = []
+        seen = self.seen
         for link in links:
-            mark = fingerprint(link)
-            if mark not in self.seen:
-                self.seen.add(mark)
-                new.append(link)
+            key = fold_scheme(link)
+            mark = fingerprint(key)
+            if mark in seen or (key is not link and fingerprint(link) in seen):
+                continue  # (the second test: earlier builds stored http links unfolded)
+            seen.add(mark)
+            new.append(link)
         if first:
-            new = []
+            new = [link for link in new if link in fresh] if fresh else []
         status.new_links += len(new)
         # The first crawl only starts the λ window (CrawlHistory ignores its count).
         self.learner.record_crawl(source, fetched, len(new))
@@ -205,9 +218,42 @@ class CrawlState:
             self.history = self.history[::-2][::-1]  # every other one, the newest kept
 
     # -- pages ----------------------------------------------------------------------------
-    def page_crawled(self, page: str, source: int, appeared: float, crawled: float) -> None:
+    def page_crawled(
+        self,
+        page: str,
+        source: int,
+        appeared: float,
+        crawled: float,
+        aliases: tuple[str, ...] = (),
+    ) -> None:
+        """``page`` (the clean URL it was queued under) was fetched; ``aliases`` are its other
+        URLs (where it redirected, its canonical link)."""
+        key = self.page_key(page)
         self.crawled_pages += 1
-        self.learner.add_page(page, source=source, appeared=appeared, crawled=crawled)
+        self.fetched.add(fingerprint(key))
+        for alias in aliases:
+            try:
+                other = self.config.identity.key(alias)
+            except ValueError:
+                continue
+            if other != key and other not in self.aliases:
+                self.aliases[other] = key
+                self.seen.add(fingerprint(other))  # a source listing it shows nothing new
+        self.learner.add_page(key, source=source, appeared=appeared, crawled=crawled)
+
+    def page_key(self, clean_url: str) -> str:
+        """The key of the page a clean URL names: its own, or that of the page it is an alias
+        of. (Cheap: links, queued pages and click rows are cleaned where they come in.)"""
+        key = fold_scheme(clean_url)
+        return self.aliases.get(key, key)
+
+    def already_fetched(self, url: str) -> bool:
+        """Whether the page any URL names was fetched (under this URL or another)."""
+        try:
+            key = self.config.identity.key(url)
+        except ValueError:
+            return False
+        return fingerprint(self.aliases.get(key, key)) in self.fetched
 
 
 __all__ = ["CrawlState", "SourceStatus", "StateConfig", "fingerprint"]

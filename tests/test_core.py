@@ -65,3 +65,35 @@ def test_replan_records_a_sample_and_choose_asks_the_policy() -> None:
     assert math.isfinite(plan.omega)
     decision = c.choose(200.0)
     assert decision is not None and decision.kind == "source" and decision.source == 0
+
+
+def test_a_source_found_mid_crawl_yields_what_was_published_since_the_crawl_began() -> None:
+    c = core()
+    c.apply(fetched(100.0, HUB + "old"))  # the crawl begins at 100
+    sitemap = SourceFetched(
+        "http://a.test/sitemap.xml",
+        150.0,
+        ((HUB + "before", 90.0), (HUB + "since", 120.0), (HUB + "undated", None)),
+    )
+    assert [p.url for p in c.apply(sitemap)] == [HUB + "since"]
+
+
+def test_aliases_make_one_page_for_links_dispatch_and_clicks() -> None:
+    c = core()
+    c.apply(fetched(100.0))
+    short, slug = "http://a.test/a/1", "http://a.test/2026/1-story"
+    (page,) = c.apply(fetched(200.0, short))
+    c.apply(PageFetched(short, HUB, page.appeared, 210.0, (slug, slug + "?x=1")))
+    state = c.state
+    # The page is fetched under any of its URLs, over http or https.
+    assert state.already_fetched(short) and state.already_fetched(slug)
+    assert state.already_fetched("https://a.test/2026/1-story?utm_source=x")
+    assert not state.already_fetched("http://a.test/a/2")
+    # A source listing the landing URL later shows nothing new.
+    assert c.apply(fetched(300.0, short, slug)) == []
+    # Click rows under any alias count for the page.
+    matched = c.add_clicks(
+        ["https://a.test/2026/1-story", "http://a.test/a/9"], [220.0] * 2, [1, 1]
+    )
+    assert matched == 1
+    assert state.learner.clicks_caught == 1

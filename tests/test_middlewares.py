@@ -152,7 +152,8 @@ def test_page_response_tells_the_learner_with_its_own_published_time() -> None:
     assert runtime.state.crawled_pages == 1
     assert crawler.stats.get_value("echo/pages/published_time_used") == 1
     clicks = runtime.state.learner.clicks
-    assert clicks._row_appeared[clicks._rows["http://news.test/a"]] == 110.0
+    key = runtime.state.page_key("http://news.test/a")  # http and https: one page
+    assert clicks._row_appeared[clicks._rows[key]] == 110.0
 
 
 def test_spider_may_name_its_page_callback() -> None:

@@ -7,8 +7,9 @@ from datetime import datetime, timezone
 from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
 from scrapy.linkextractors import LinkExtractor
 
-from scrapy_echo.outlinks import extract_outlinks, parse_time, published_time
-from scrapy_echo.urls import site_of
+from scrapy_echo.identity import site_of
+from scrapy_echo.outlinks import extract_outlinks, published_time
+from scrapy_echo.published import parse_time
 
 
 def html(url: str, body: str) -> HtmlResponse:
@@ -112,3 +113,8 @@ def test_site_of() -> None:
     assert site_of("https://www.bbc.co.uk/news") == "bbc.co.uk"
     assert site_of("https://sport.example.com/") == "example.com"
     assert site_of("http://127.0.0.1:8000/") == "127.0.0.1"
+    # By the public suffix list, not by label counts: two-level country suffixes, private
+    # suffixes (two blogs on one hosting domain are two sites).
+    assert site_of("https://news.orf.at/x") == site_of("https://www.orf.at/") == "orf.at"
+    assert site_of("https://www.abc.net.au/") == "abc.net.au"
+    assert site_of("https://a.github.io/") != site_of("https://b.github.io/")

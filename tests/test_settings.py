@@ -28,7 +28,47 @@ def test_defaults_are_the_papers() -> None:
 def test_every_default_is_parsed() -> None:
     # A setting added to DEFAULTS but not to EchoConfig would silently be ignored.
     names = {name.removeprefix("ECHO_").lower() for name in DEFAULTS} - {"enabled"}
+    # Two settings make one field: the page identity (parameters stripped, the user's rule).
+    names = names - {"strip_params", "url_normalizer"} | {"identity"}
     assert names == set(EchoConfig.__dataclass_fields__)
+
+
+def test_identity_settings() -> None:
+    cfg = EchoConfig.from_settings(
+        Settings(
+            {
+                "ECHO_STRIP_PARAMS": ["ref", "utm_*"],
+                "ECHO_URL_NORMALIZER": "tests.test_settings.drop_amp",
+                "ECHO_ALLOWED_HOSTS": "cdn.example.net, example.org",
+            }
+        )
+    )
+    assert cfg.identity.clean("https://a.test/x/amp?ref=1&id=2&fbclid=3") == (
+        "https://a.test/x?fbclid=3&id=2"
+    )
+    assert cfg.allowed_hosts == ("cdn.example.net", "example.org")
+    rule = cfg.site_rule
+    assert rule is not None and rule.allows("a.test", "https://www.example.org/1")
+    assert not rule.allows("a.test", "https://b.test/1")
+
+
+def drop_amp(url: str) -> str:
+    return url.replace("/amp?", "?")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("ECHO_URL_NORMALIZER", "nosuchmodule.fn", "cannot load"),
+        ("ECHO_URL_NORMALIZER", "os.sep", "not callable"),
+        ("ECHO_URL_NORMALIZER", "nodots", "dotted path"),
+        ("ECHO_STRIP_PARAMS", [1, 2], "list of strings"),
+        ("ECHO_ALLOWED_HOSTS", 5, "list of strings"),
+    ],
+)
+def test_bad_identity_settings(name: str, value: object, message: str) -> None:
+    with pytest.raises(NotConfigured, match=message):
+        EchoConfig.from_settings(Settings({name: value}))
 
 
 def test_disabled_is_bare_not_configured() -> None:

@@ -31,7 +31,7 @@ from scrapy_echo.core.events import (
 )
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Decision, Policy
-from scrapy_echo.state import CrawlState, StateConfig
+from scrapy_echo.state import CrawlState, StateConfig, fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class CrawlCore:
             raise TypeError("click rows are checked by the receiver, then given to add_clicks")
         if isinstance(event, PageFetched):
             source = state.add_source(event.source)
-            state.page_crawled(event.url, source, event.appeared, event.t)
+            state.page_crawled(event.url, source, event.appeared, event.t, event.aliases)
             return []
         source = state.add_source(event.url)
         if isinstance(event, SourceNotModified):
@@ -103,11 +103,14 @@ class CrawlCore:
             raise TypeError(f"not an event: {event!r:.80}")
         return []
 
-    def add_clicks(
-        self, pages: Sequence[Hashable], ts: Sequence[float], counts: Sequence[float]
-    ) -> None:
-        """Checked click rows (the page's URL, when, how many)."""
-        self.state.learner.add_clicks(pages, ts, counts)
+    def add_clicks(self, pages: Sequence[str], ts: Sequence[float], counts: Sequence[float]) -> int:
+        """Checked click rows (the page's URL, when, how many); returns how many name a
+        fetched page, under its own URL or an alias (the rest wait for their page)."""
+        state = self.state
+        keys = [state.page_key(url) for url in pages]
+        matched = sum(fingerprint(key) in state.fetched for key in keys)
+        state.learner.add_clicks(keys, ts, counts)
+        return matched
 
     def _source_fetched(self, source: int, event: SourceFetched) -> list[NewPage]:
         state = self.state
@@ -115,7 +118,16 @@ class CrawlCore:
         status.etag, status.last_modified = event.etag, event.last_modified
         previous = status.last_fetched
         urls = [url for url, _ in event.links] if event.links else []
-        found = state.source_crawled(source, event.t, urls)
+        if math.isnan(state.started):
+            state.started = event.t
+        # On a source's first crawl its links are only recorded, except those it says were
+        # published since this crawl began: a sitemap found mid-crawl lists them too.
+        fresh = (
+            {url for url, stated in event.links if stated is not None and stated >= state.started}
+            if status.crawls == 0 and event.links
+            else None
+        )
+        found = state.source_crawled(source, event.t, urls, fresh)
         if not found:
             return []
         new = set(found)

@@ -16,7 +16,8 @@ crawl      ``url``, ``t`` (fetch time), ``links`` (``[[url, published or null], 
            ``etag``, ``lm`` (``Last-Modified``; both may be null)
 304        ``url``, ``t``
 fail       ``url``, ``t``, ``why``
-page       ``url`` (the page), ``source`` (its source's URL), ``appeared``, ``t``
+page       ``url`` (the page), ``source`` (its source's URL), ``appeared``, ``t``,
+           ``aliases`` (``[url, ...]``, optional: the page's other URLs)
 clicks     ``rows`` (``[[url, ts, clicks], ...]``, checked as click-feed rows by the receiver)
 source     ``url`` (a source to add)
 ========== ==================================================================================
@@ -30,6 +31,7 @@ from typing import Any
 
 _MAX_URL = 8192
 _MAX_TEXT = 1024
+MAX_ALIASES = 8  # a redirect chain and a canonical link; more is not one page
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class PageFetched:
     source: str
     appeared: float
     t: float
+    aliases: tuple[str, ...] = ()  # other URLs of this page: where it redirected, its canonical
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,8 @@ def to_json(event: Event) -> dict[str, Any]:
         return {"e": "fail", "url": event.url, "t": event.t, "why": event.why}
     if isinstance(event, PageFetched):
         return {"e": "page", "url": event.url, "source": event.source,
-                "appeared": event.appeared, "t": event.t}  # fmt: skip
+                "appeared": event.appeared, "t": event.t,
+                "aliases": list(event.aliases)}  # fmt: skip
     if isinstance(event, SourceAdded):
         return {"e": "source", "url": event.url}
     return {"e": "clicks", "rows": list(event.rows)}
@@ -142,6 +146,7 @@ def from_json(raw: Any) -> Event:
             _url(raw.get("source"), "source"),
             _time(raw.get("appeared"), "appeared"),
             _time(raw.get("t"), "t"),
+            _aliases(raw.get("aliases", [])),
         )
     if kind == "source":
         return SourceAdded(_url(raw.get("url"), "url"))
@@ -156,6 +161,12 @@ def _link(link: Any) -> tuple[str, float | None]:
     if not isinstance(link, list) or len(link) != 2:
         raise InvalidEvent("bad_field", "each link must be [url, published]")
     return _url(link[0], "link"), None if link[1] is None else _time(link[1], "published")
+
+
+def _aliases(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or len(value) > MAX_ALIASES:
+        raise InvalidEvent("bad_field", f"aliases must be a list of at most {MAX_ALIASES} URLs")
+    return tuple(_url(url, "alias") for url in value)
 
 
 def _url(value: Any, what: str) -> str:

@@ -26,6 +26,7 @@ import numpy as np
 
 from scrapy_echo.core.crawl import CrawlCore
 from scrapy_echo.core.events import PageFetched, SourceFetched
+from scrapy_echo.identity import PageIdentity
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.policies import Policy
 from scrapy_echo.sim.links import LinkIndex
@@ -53,6 +54,8 @@ class SimSettings:
     # (site analytics). False: only clicks after the crawl (a search engine's own log: a page
     # it has not indexed gets no clicks from it).
     clicks_before_crawl: bool = True
+    # The trace's URLs are clean already: the default identity only folds their scheme.
+    identity: PageIdentity = field(default_factory=PageIdentity, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("crawl_rate", "resolve_interval", "click_push_period", "click_bin"):

@@ -1,0 +1,229 @@
+"""Every kind of source, read from the response; tracking parameters; sites; page aliases."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import datetime, timezone
+
+import pytest
+from scrapy.http import HtmlResponse, Request, Response, TextResponse, XmlResponse
+
+from scrapy_echo.identity import PageIdentity, SameSite
+from scrapy_echo.outlinks import published_time, read_source
+from scrapy_echo.published import parse_time
+from scrapy_echo.spidermw import page_aliases
+
+NOON = datetime(2026, 11, 20, 12, tzinfo=timezone.utc).timestamp()
+
+
+def urls(content) -> list[str]:
+    return [link.url for link in content.links]
+
+
+def test_rss_with_tracking_parameters_and_every_offset_form() -> None:
+    body = b"""<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>
+      <item><link>http://ex.com/a?utm_source=rss&amp;utm_medium=feed&amp;id=1</link>
+        <pubDate>Fri, 20 Nov 2026 12:00:00 +0000</pubDate></item>
+      <item><link>http://ex.com/b?fbclid=xyz</link><pubDate>Fri, 20 Nov 2026 07:00:00 EST</pubDate>
+      </item>
+      <item><guid isPermaLink="true">http://ex.com/c</guid></item>
+    </channel></rss>"""
+    content = read_source(XmlResponse("http://ex.com/feed", body=body), same_site=SameSite())
+    assert content.kind == "rss"
+    assert urls(content) == ["http://ex.com/a?id=1", "http://ex.com/b", "http://ex.com/c"]
+    assert [link.published for link in content.links] == [NOON, NOON, None]
+
+
+def test_atom_takes_the_alternate_link_never_the_replies_feed() -> None:
+    body = b"""<?xml version="1.0" encoding="utf-8"?>
+    <feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>
+      <entry><title>1</title><link rel="replies" href="http://ex.com/1/comments.xml"/>
+        <link rel="alternate" type="text/html" href="http://ex.com/1"/>
+        <published>2026-11-20T12:00:00+00:00</published></entry>
+      <entry><title>2</title><link rel="replies" href="/2/comments.xml"/><link href="/2"/>
+        <updated>2026-11-20T13:00:00+0100</updated></entry>
+    </feed>"""
+    content = read_source(XmlResponse("http://ex.com/atom", body=body))
+    assert content.kind == "atom"
+    assert urls(content) == ["http://ex.com/1", "http://ex.com/2"]
+    assert [link.published for link in content.links] == [NOON, NOON]
+
+
+def test_rss_1_rdf_and_json_feed() -> None:
+    rdf = b"""<?xml version="1.0"?>
+    <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+             xmlns="http://purl.org/rss/1.0/" xmlns:dc="http://purl.org/dc/elements/1.1/">
+      <channel rdf:about="http://ex.com/"><title>t</title><link>http://ex.com/</link></channel>
+      <item rdf:about="http://ex.com/r"><title>r</title><link>http://ex.com/r</link>
+        <dc:date>2026-11-20T12:00:00Z</dc:date></item>
+    </rdf:RDF>"""
+    content = read_source(XmlResponse("http://ex.com/index.rdf", body=rdf))
+    assert (content.kind, urls(content)) == ("rdf", ["http://ex.com/r"])
+    assert content.links[0].published == NOON
+    json_feed = b"""{"version": "https://jsonfeed.org/version/1.1", "title": "t", "items": [
+        {"id": "1", "url": "http://ex.com/j1", "date_published": "2026-11-20T12:00:00Z"},
+        {"id": "2", "external_url": "http://ex.com/j2"}, {"id": "3"}, "junk"]}"""
+    headers = {"Content-Type": "application/feed+json"}
+    content = read_source(TextResponse("http://ex.com/feed.json", body=json_feed, headers=headers))
+    assert (content.kind, urls(content)) == ("json-feed", ["http://ex.com/j1", "http://ex.com/j2"])
+    assert content.links[0].published == NOON
+
+
+NEWS_SITEMAP = b"""<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">
+  <url><loc>http://ex.com/n1</loc>
+    <news:news><news:publication><news:name>Ex</news:name><news:language>en</news:language>
+    </news:publication><news:publication_date>2026-11-20T12:00:00+00:00</news:publication_date>
+    <news:title>n1</news:title></news:news></url>
+  <url><loc>http://ex.com/n2?utm_campaign=x</loc><lastmod>2026-11-20T12:00:00Z</lastmod></url>
+</urlset>"""
+
+
+def test_news_sitemap_gzipped_whatever_the_content_type() -> None:
+    packed = gzip.compress(NEWS_SITEMAP)
+    headers = {"Content-Type": "application/octet-stream"}
+    content = read_source(Response("http://ex.com/news.xml.gz", body=packed, headers=headers))
+    assert content.kind == "news-sitemap"
+    assert urls(content) == ["http://ex.com/n1", "http://ex.com/n2"]
+    assert [link.published for link in content.links] == [NOON, NOON]
+
+
+def test_sitemap_index_and_robots_give_sources() -> None:
+    index = b"""<?xml version="1.0"?>
+    <sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+      <sitemap><loc>http://ex.com/news.xml.gz</loc></sitemap>
+      <sitemap><loc>http://elsewhere.org/s.xml</loc></sitemap>
+    </sitemapindex>"""
+    content = read_source(
+        XmlResponse("http://ex.com/sitemap.xml", body=index), same_site=SameSite()
+    )
+    assert (content.kind, content.links, content.sources) == (
+        "sitemap-index",
+        [],
+        ["http://ex.com/news.xml.gz"],
+    )
+    robots = b"User-agent: *\nDisallow: /private\nSitemap: /sitemap.xml\n"
+    robots += b"Sitemap: http://cdn.ex-static.net/s.xml\n"
+    headers = {"Content-Type": "text/plain"}
+    response = TextResponse("http://ex.com/robots.txt", body=robots, headers=headers)
+    content = read_source(response, same_site=SameSite())
+    # robots.txt may submit sitemaps on another host (the sitemap protocol allows it).
+    assert (content.kind, content.sources) == (
+        "robots",
+        ["http://ex.com/sitemap.xml", "http://cdn.ex-static.net/s.xml"],
+    )
+
+
+def test_same_site_by_public_suffix_and_allowed_hosts() -> None:
+    body = (
+        '<a href="https://news.orf.at/a">1</a><a href="https://orf.at.evil.com/b">2</a>'
+        '<a href="https://cdn.orf-static.net/c">3</a><a href="https://other.at/d">4</a>'
+    )
+    response = HtmlResponse("https://www.orf.at/", body=body.encode(), encoding="utf-8")
+    assert urls(read_source(response, same_site=SameSite())) == ["https://news.orf.at/a"]
+    allowed = SameSite(["orf-static.net"])
+    assert urls(read_source(response, same_site=allowed)) == [
+        "https://news.orf.at/a",
+        "https://cdn.orf-static.net/c",
+    ]
+    # A feed on a feed host yields the site's pages when the site is allowed.
+    feed = b"""<?xml version="1.0"?><rss version="2.0"><channel>
+      <item><link>https://www.orf.at/story/1</link></item></channel></rss>"""
+    on_cdn = XmlResponse("https://feeds.orf-feeds.com/news", body=feed)
+    assert urls(read_source(on_cdn, same_site=SameSite())) == []
+    assert urls(read_source(on_cdn, same_site=SameSite(["orf.at"]))) == [
+        "https://www.orf.at/story/1"
+    ]
+
+
+def test_broken_and_hostile_sources_are_counted_not_fatal() -> None:
+    bad_gzip = read_source(Response("http://ex.com/s.xml.gz", body=b"\x1f\x8b\x08garbage"))
+    assert bad_gzip.kind == "gzip" and bad_gzip.error and not bad_gzip.links
+    billion_laughs = b"""<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">
+      <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>
+      <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+      <url><loc>http://ex.com/&lol2;</loc></url></urlset>"""
+    content = read_source(XmlResponse("http://ex.com/s.xml", body=billion_laughs))
+    assert all("lollol" not in url for url in urls(content))
+    links = '<a href="http://[::1">x</a><a href="javascript:alert(1)">y</a><a href="/ok">z</a>'
+    response = HtmlResponse("http://ex.com/", body=links.encode(), encoding="utf-8")
+    content = read_source(response)
+    assert urls(content) == ["http://ex.com/ok"]
+    assert read_source(Response("http://ex.com/x.bin", body=b"\x00\x01")).kind == "binary"
+
+
+def test_identity_strips_tracking_parameters_and_folds_the_scheme() -> None:
+    ids = PageIdentity()
+    assert ids.clean("https://ex.com/a?id=1&UTM_Source=x&gclid=1&at_medium=rss#c") == (
+        "https://ex.com/a?id=1"
+    )
+    assert ids.key("http://ex.com/a?id=1") == ids.key("https://ex.com/a?utm_term=z&id=1")
+    keep_all = PageIdentity(strip_params=[])
+    assert keep_all.clean("https://ex.com/a?utm_source=x") == "https://ex.com/a?utm_source=x"
+
+
+def test_a_failing_normaliser_falls_back_and_is_counted() -> None:
+    def broken(url: str) -> str:
+        raise RuntimeError("boom")
+
+    ids = PageIdentity(normalizer=broken)
+    assert ids.clean("https://ex.com/a?utm_source=x") == "https://ex.com/a"
+    returns_junk = PageIdentity(normalizer=lambda url: None)  # type: ignore[arg-type,return-value]
+    assert returns_junk.clean("https://ex.com/b") == "https://ex.com/b"
+    assert ids.normalizer_failures == 1 and returns_junk.normalizer_failures == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-11-20T12:00:00Z",
+        "2026-11-20T12:00:00+00:00",
+        "2026-11-20T12:00:00+0000",
+        "2026-11-20T13:00:00+01",
+        "2026-11-20T12:00:00",
+        "Fri, 20 Nov 2026 12:00:00 GMT",
+        "Fri, 20 Nov 2026 12:00:00 UT",
+        "Fri, 20 Nov 2026 12:00:00 +0000",
+        "Fri, 20 Nov 2026 04:00:00 PST",
+        "20 Nov 2026 07:00:00 EST",
+    ],
+)
+def test_every_common_date_form(text: str) -> None:
+    assert parse_time(text) == NOON
+
+
+def test_page_published_time_from_json_ld_meta_or_time() -> None:
+    def page(head: str) -> HtmlResponse:
+        return HtmlResponse(
+            "http://ex.com/a", body=f"<html>{head}</html>".encode(), encoding="utf-8"
+        )
+
+    graph = (
+        '<script type="application/ld+json">{"@context": "https://schema.org", "@graph": ['
+        '{"@type": "WebPage"}, {"@type": "NewsArticle", "datePublished": '
+        '"2026-11-20T12:00:00+0000"}]}</script>'
+    )
+    assert published_time(page(graph)) == NOON
+    broken_ld = '<script type="application/ld+json">{not json</script>'
+    meta = '<meta property="article:published_time" content="2026-11-20T12:00:00Z">'
+    assert published_time(page(broken_ld + meta)) == NOON
+    assert published_time(page('<time datetime="2026-11-20T13:00:00+01:00">x</time>')) == NOON
+
+
+def test_page_aliases_are_redirects_landing_url_and_canonical() -> None:
+    request = Request(
+        "http://ex.com/story/view.php?id=7",
+        meta={"redirect_urls": ["http://ex.com/?p=7", "http://ex.com/story/view.php?id=7"]},
+    )
+    response = HtmlResponse(
+        "http://ex.com/2026/11/slug",
+        body=b'<link rel="canonical" href="/2026/11/slug?ref=home">',
+        encoding="utf-8",
+        request=request,
+    )
+    assert page_aliases(response, "http://ex.com/?p=7") == (
+        "http://ex.com/story/view.php?id=7",
+        "http://ex.com/2026/11/slug",
+        "http://ex.com/2026/11/slug?ref=home",
+    )
