@@ -35,10 +35,10 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from scrapy_echo.published import parse_time
 from scrapy_echo.urls import canonical_url
 
 logger = logging.getLogger(__name__)
@@ -89,16 +89,8 @@ def parse_click(url: object, ts: object, clicks: object) -> ClickRow:
 def _timestamp(value: object) -> float:
     number = _number(value)
     if number is None and isinstance(value, str):
-        text = value.strip()
-        if text[-1:] in ("Z", "z"):  # fromisoformat before Python 3.11 knows no "Z"
-            text = text[:-1] + "+00:00"
-        try:
-            moment = datetime.fromisoformat(text)
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
-            number = moment.timestamp()
-        except (ValueError, OverflowError):
-            number = None
+        # Every offset form (Z, +00:00, +0000) on every Python (scrapy_echo.published).
+        number = parse_time(value)
     if number is None or not math.isfinite(number):
         raise InvalidClickRow("bad_ts", f"ts {value!r} is not epoch seconds or ISO 8601")
     return number

@@ -17,6 +17,8 @@ sources         per source: ``url, etag, last_modified, failures, last_fetched, 
                 new_links, not_modified``
 last_crawl      per source, when its last crawl was dispatched (NaN: never)
 seen            the 64-bit fingerprints of every link seen on a source
+fetched         the fingerprints of the fetched pages' keys (optional: later in version 2)
+aliases         ``[alias key, page key]`` pairs: a page's other URLs (optional, likewise)
 crawled_pages   new pages fetched
 learner         :meth:`SourceLearner.to_data <scrapy_echo.model.learning.SourceLearner.to_data>`
 frontier        waiting new pages: ``[source, request, appeared, discovered]``
@@ -68,6 +70,8 @@ def dump(
         "sources": [dataclasses.asdict(status) for status in state.sources],
         "last_crawl": np.array(state.last_crawl),
         "seen": np.fromiter(state.seen, dtype=np.uint64, count=len(state.seen)),
+        "fetched": np.fromiter(state.fetched, dtype=np.uint64, count=len(state.fetched)),
+        "aliases": [[alias, page] for alias, page in state.aliases.items()],
         "crawled_pages": state.crawled_pages,
         "learner": state.learner.to_data(),
         "frontier": frontier,
@@ -128,6 +132,9 @@ def restore(
         state.source_crawls = sum(status.crawls for status in state.sources)
         state.last_crawl[:] = snapshot["last_crawl"]
         state.seen = {int(mark) for mark in snapshot["seen"]}
+        # (Snapshots before page identity have neither: nothing was fetched under two URLs.)
+        state.fetched = {int(mark) for mark in snapshot.get("fetched", [])}
+        state.aliases = {str(alias): str(page) for alias, page in snapshot.get("aliases", [])}
         state.crawled_pages = int(snapshot["crawled_pages"])
         state.history = list(snapshot.get("history", []))
         state.learner = snapshot["learner"]

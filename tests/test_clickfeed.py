@@ -350,3 +350,10 @@ def test_reading_in_chunks_gives_the_same_rows(tmp_path_factory, rows, cuts) -> 
     assert got == expected
     assert len(got) == len(rows) == chunked.rows_read
     assert chunked.invalid == {}
+
+
+@pytest.mark.parametrize(
+    "ts", ["1970-01-01T00:01:00Z", "1970-01-01T00:01:00+0000", "1970-01-01T01:01:00+01:00"]
+)
+def test_every_offset_form_of_an_iso_timestamp(ts: str) -> None:
+    assert parse_click("https://a.test/x", ts, 1).ts == 60.0

@@ -30,6 +30,7 @@ EVENTS = [
     SourceNotModified("http://a.test/", 11.0),
     SourceFailed("http://a.test/", 12.0, "HTTP 503"),
     PageFetched("http://a.test/1", "http://a.test/", 9.5, 13.0),
+    PageFetched("http://a.test/1", "http://a.test/", 9.5, 13.0, ("https://a.test/2026/one",)),
     SourceAdded("http://b.test/"),
     ClicksArrived((["http://a.test/1", 14.0, 2],)),
 ]
@@ -38,6 +39,9 @@ EVENTS = [
 @pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
 def test_json_round_trip(event: Any) -> None:
     assert from_json(json.loads(json.dumps(to_json(event)))) == event
+
+
+PAGE = {"e": "page", "url": "http://a/1", "source": "http://a/", "appeared": 1, "t": 2}
 
 
 @pytest.mark.parametrize(
@@ -52,6 +56,9 @@ def test_json_round_trip(event: Any) -> None:
         ({"e": "crawl", "url": "http://a/", "t": 1, "links": [], "etag": 5}, "bad_field"),
         ({"e": "page", "url": "http://a/1", "source": None, "appeared": 1, "t": 2}, "bad_url"),
         ({"e": "clicks", "rows": "x"}, "bad_field"),
+        ({**PAGE, "aliases": "http://a/2"}, "bad_field"),
+        ({**PAGE, "aliases": ["http://a/2"] * 9}, "bad_field"),
+        ({**PAGE, "aliases": ["javascript:x"]}, "bad_url"),
         ({"e": "source", "url": "http://" + "a" * 9000}, "bad_url"),
     ],
 )

@@ -59,6 +59,7 @@ def test_checkpoint_round_trip(tmp_path) -> None:
     state.source_crawled(0, 950.0, ["http://a.test/old", "http://a.test/x"])
     state.sources[1].etag = '"v7"'
     state.source_dispatched(1, 990.0)
+    state.page_crawled("http://a.test/s", 0, 950.0, 960.0, ("http://a.test/2026/s-slug",))
     first.enqueue_request(page("http://a.test/x", 0))
     first.enqueue_request(Request("http://a.test/plain"))
     assert len(first.runtime.feeds[0].read()) == 1
@@ -72,6 +73,10 @@ def test_checkpoint_round_trip(tmp_path) -> None:
     assert restored.source_crawled(0, 1000.0, ["http://a.test/x", "http://a.test/y"]) == [
         "http://a.test/y"  # links seen before the restart are not new
     ]
+    # Page identity survives: the page and its alias are fetched, whatever the scheme.
+    assert restored.already_fetched("https://a.test/2026/s-slug")
+    assert restored.already_fetched("http://a.test/s")
+    assert not restored.already_fetched("http://a.test/x")
     assert len(restored.frontier) == 1
     assert restored.frontier.pages()[0].page.url == "http://a.test/x"
     assert [r.url for r in second.plain] == ["http://a.test/plain"]

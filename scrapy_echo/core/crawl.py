@@ -29,6 +29,7 @@ from scrapy_echo.core.events import (
     SourceFetched,
     SourceNotModified,
 )
+from scrapy_echo.identity import fold_scheme
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Decision, Policy
 from scrapy_echo.state import CrawlState, StateConfig, fingerprint
@@ -103,12 +104,23 @@ class CrawlCore:
             raise TypeError(f"not an event: {event!r:.80}")
         return []
 
-    def add_clicks(self, pages: Sequence[str], ts: Sequence[float], counts: Sequence[float]) -> int:
-        """Checked click rows (the page's URL, when, how many); returns how many name a
-        fetched page, under its own URL or an alias (the rest wait for their page)."""
+    def add_clicks(
+        self,
+        pages: Sequence[str],
+        ts: Sequence[float],
+        counts: Sequence[float],
+        *,
+        count_matched: bool = True,
+    ) -> int:
+        """Checked click rows (the page's clean URL, when, how many); returns how many name a
+        fetched page, under its own URL or an alias (the rest wait for their page), or 0
+        without ``count_matched`` (a replay, whose rows name fetched pages by design, skips
+        hashing a million rows)."""
         state = self.state
-        keys = [state.page_key(url) for url in pages]
-        matched = sum(fingerprint(key) in state.fetched for key in keys)
+        keys = [fold_scheme(url) for url in pages]
+        if state.aliases:
+            keys = [state.aliases.get(key, key) for key in keys]
+        matched = sum(fingerprint(key) in state.fetched for key in keys) if count_matched else 0
         state.learner.add_clicks(keys, ts, counts)
         return matched
 

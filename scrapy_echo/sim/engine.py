@@ -164,7 +164,7 @@ def _push_clicks(
         pages = [x for x, keep in zip(pages, logged, strict=True) if keep]
         ts = [x for x, keep in zip(ts, logged, strict=True) if keep]
         counts = [x for x, keep in zip(counts, logged, strict=True) if keep]
-    core.add_clicks([page_urls[page] for page in pages], ts, counts)
+    core.add_clicks([page_urls[page] for page in pages], ts, counts, count_matched=False)
 
 
 class _ClickLog:
