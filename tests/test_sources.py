@@ -146,6 +146,16 @@ def test_broken_and_hostile_sources_are_counted_not_fatal() -> None:
       <url><loc>http://ex.com/&lol2;</loc></url></urlset>"""
     content = read_source(XmlResponse("http://ex.com/s.xml", body=billion_laughs))
     assert all("lollol" not in url for url in urls(content))
+    # The same in a feed: the DOCTYPE that declares the entities is dropped unread.
+    laughs = "".join(f'<!ENTITY l{i} "{f"&l{i - 1};" * 10 if i else "lol"}">' for i in range(10))
+    feed = (
+        f'<?xml version="1.0"?><!DOCTYPE rss [{laughs}]><rss version="2.0"><channel>'
+        "<item><link>http://ex.com/&l9;</link></item>"
+        "<item><link>http://ex.com/ok</link></item></channel></rss>"
+    )
+    content = read_source(XmlResponse("http://ex.com/rss", body=feed.encode()))
+    assert "http://ex.com/ok" in urls(content)
+    assert all("lollol" not in url for url in urls(content))
     links = '<a href="http://[::1">x</a><a href="javascript:alert(1)">y</a><a href="/ok">z</a>'
     response = HtmlResponse("http://ex.com/", body=links.encode(), encoding="utf-8")
     content = read_source(response)
