@@ -123,14 +123,20 @@ class PageIdentity:
                 self.normalizer_failures += 1
                 if self.normalizer_failures <= 3:
                     logger.warning("ECHO URL normaliser failed on %s: %s", url, exc)
-        return canonicalize_url(stripped)
+        try:
+            return canonicalize_url(stripped)
+        except Exception as exc:  # w3lib raises whatever the parsing underneath it raises
+            raise ValueError(f"not a URL: {url!r:.80} ({exc})") from None
 
     def key(self, url: str) -> str:
         """What pages and sources are compared by: the clean URL, scheme folded."""
         return fold_scheme(self.clean(url))
 
     def _strip_params(self, url: str) -> str:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return url  # canonicalize_url refuses it next, with the reason
         if self._strip is None or not parts.query:
             return url
         pairs = parse_qsl(parts.query, keep_blank_values=True)

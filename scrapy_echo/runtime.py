@@ -230,9 +230,8 @@ class EchoRuntime:
         if rows:
             # Rows name pages as the analytics saw them: clean them as links are cleaned, so
             # tracking parameters and the user's normaliser give the same key.
-            clean = self.config.identity.clean
             matched = self.core.add_clicks(
-                [clean(row.url) for row in rows],
+                [self._clean_click_url(row.url) for row in rows],
                 [row.ts for row in rows],
                 [row.clicks for row in rows],
             )
@@ -242,6 +241,12 @@ class EchoRuntime:
                 stats.inc_value("echo/clickfeed/matched_rows", matched)
                 stats.inc_value("echo/clickfeed/unmatched_rows", len(rows) - matched)
         return len(rows)
+
+    def _clean_click_url(self, url: str) -> str:
+        try:
+            return self.config.identity.clean(url)
+        except ValueError:  # checked as a click row already: keep its canonical form
+            return url
 
     def push_clicks(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """The Python click feed: ``{"url", "ts", "clicks"}`` mappings from other code. Each

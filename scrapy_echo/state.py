@@ -236,9 +236,11 @@ class CrawlState:
                 other = self.config.identity.key(alias)
             except ValueError:
                 continue
-            if other != key and other not in self.aliases:
+            mark = fingerprint(other)
+            # (A URL fetched as a page of its own keeps its own clicks.)
+            if other != key and other not in self.aliases and mark not in self.fetched:
                 self.aliases[other] = key
-                self.seen.add(fingerprint(other))  # a source listing it shows nothing new
+                self.seen.add(mark)  # a source listing it later shows nothing new
         self.learner.add_page(key, source=source, appeared=appeared, crawled=crawled)
 
     def page_key(self, clean_url: str) -> str:

@@ -97,3 +97,15 @@ def test_aliases_make_one_page_for_links_dispatch_and_clicks() -> None:
     )
     assert matched == 1
     assert state.learner.clicks_caught == 1
+
+
+def test_a_page_fetched_under_its_own_url_is_never_made_another_pages_alias() -> None:
+    c = core()
+    c.apply(fetched(100.0))
+    slug, short = "http://a.test/2026/2-story", "http://a.test/a/2"
+    first, second = c.apply(fetched(200.0, slug, short))
+    c.apply(PageFetched(slug, HUB, first.appeared, 210.0))
+    c.apply(PageFetched(short, HUB, second.appeared, 220.0, (slug,)))
+    assert slug.replace("http:", "https:") not in c.state.aliases
+    assert c.add_clicks([slug], [230.0], [1]) == 1
+    assert c.state.page_key(slug) == "https://a.test/2026/2-story"
