@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+logger = logging.getLogger(__name__)
+_OURS = (
+    "scrapy_echo.scheduler.EchoScheduler",
+    "scrapy_echo.distributed.scheduler.DistributedScheduler",
+)
+
 
 class Addon:
     """Sets the ECHO scheduler (at ``"addon"`` priority, so a ``SCHEDULER`` in the project's
-    settings still wins) and adds the middlewares and the extension unless the project
-    already lists them (a project may set one to ``None`` to turn it off).
+    settings still wins, with a warning unless it is an ECHO scheduler) and adds the
+    middlewares and the extension unless the project already lists them (a project may set
+    one to ``None`` to turn it off).
 
     With ``REDIS_URL`` set, the scheduler is the distributed one
     (``scrapy_echo.distributed.scheduler.DistributedScheduler``).
@@ -36,6 +44,7 @@ class Addon:
             if settings.get("REDIS_URL")
             else "scrapy_echo.scheduler.EchoScheduler"
         )
+        _warn_if_overridden(settings, scheduler)
         settings.set("SCHEDULER", scheduler, "addon")
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", EchoDownloaderMiddleware, 60
@@ -44,3 +53,30 @@ class Addon:
             "SPIDER_MIDDLEWARES", EchoSpiderMiddleware, 950
         )
         settings.setdefault_in_component_priority_dict("EXTENSIONS", EchoExtension, 500)
+
+
+def _warn_if_overridden(settings: BaseSettings, ours: str) -> None:
+    """A project's own ``SCHEDULER`` outranks the add-on's: then ECHO orders nothing, which
+    must not pass silently. An ECHO scheduler, or a subclass of one, is fine."""
+    from scrapy.settings import SETTINGS_PRIORITIES
+    from scrapy.utils.misc import load_object
+
+    from scrapy_echo.scheduler import EchoScheduler
+
+    if (settings.getpriority("SCHEDULER") or 0) <= SETTINGS_PRIORITIES["addon"]:
+        return
+    theirs = settings.get("SCHEDULER")
+    try:
+        cls = load_object(theirs) if isinstance(theirs, str) else theirs
+        compatible = isinstance(cls, type) and issubclass(cls, EchoScheduler)
+    except (ImportError, NameError, ValueError, AttributeError):
+        compatible = False
+    name = theirs if isinstance(theirs, str) else getattr(theirs, "__qualname__", repr(theirs))
+    if not compatible and name not in _OURS:
+        logger.warning(
+            "SCHEDULER = %r in the project's settings overrides the ECHO add-on's scheduler "
+            "(%s): ECHO will not choose what to crawl. Remove SCHEDULER from the settings, or "
+            "set ECHO_ENABLED = False to turn ECHO off.",
+            name,
+            ours,
+        )

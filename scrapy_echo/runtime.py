@@ -18,6 +18,7 @@ from scrapy_echo.core.events import ClicksArrived, Event
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Policy, make_policy
 from scrapy_echo.settings import EchoConfig
+from scrapy_echo.signals import page_found
 from scrapy_echo.state import CrawlState
 
 if TYPE_CHECKING:
@@ -186,14 +187,29 @@ class EchoRuntime:
             self.on_done(request)
 
     def page_request(self, page: NewPage) -> Request:
-        """The request for a new page: to the spider's ``echo_page_callback`` (a method or its
-        name), else its ``parse``."""
+        """The request for a new page, to :meth:`page_callback`; sends
+        :data:`~scrapy_echo.signals.page_found`."""
         from scrapy import Request
 
+        request = Request(page.url, callback=self.page_callback(), meta={"echo": page.meta()})
+        self.crawler.signals.send_catch_log(
+            signal=page_found, request=request, source=page.source_url, spider=self.crawler.spider
+        )
+        return request
+
+    def page_callback(self) -> Callable[..., Any]:
+        """The spider method new pages go to: its ``echo_page_callback`` (a method or its
+        name), else ``ECHO_PAGE_CALLBACK``; ``ValueError`` naming both if there is none."""
         spider = self.crawler.spider
-        name = getattr(spider, "echo_page_callback", None)
-        callback = name if callable(name) else getattr(spider, name or "parse")
-        return Request(page.url, callback=callback, meta={"echo": page.meta()})
+        chosen = getattr(spider, "echo_page_callback", None) or self.config.page_callback
+        callback = chosen if callable(chosen) else getattr(spider, str(chosen), None)
+        if not callable(callback):
+            raise ValueError(
+                f"ECHO_PAGE_CALLBACK ({chosen!r}) is not a method of spider "
+                f"{getattr(spider, 'name', spider)!r}: set ECHO_PAGE_CALLBACK (or the spider's "
+                "echo_page_callback) to the method that handles a new page"
+            )
+        return callback  # type: ignore[no-any-return]
 
     def wake_engine(self) -> None:
         """Ask the engine for requests now, not at its next 5 s heartbeat.

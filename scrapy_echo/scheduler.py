@@ -46,6 +46,21 @@ def _source_seen(response: Response) -> list[Any]:
     return []
 
 
+def check_page_callback(runtime: EchoRuntime) -> None:
+    """Fail at start, not at the first new page, when new pages have nowhere to go; warn when
+    they would go to a CrawlSpider's rule engine."""
+    from scrapy.spiders import CrawlSpider
+
+    callback = runtime.page_callback()  # ValueError names the setting
+    spider = runtime.crawler.spider
+    if isinstance(spider, CrawlSpider) and getattr(callback, "__name__", "") == "parse":
+        logger.warning(
+            "ECHO sends new pages to %s.parse, a CrawlSpider's rule engine: set "
+            "ECHO_PAGE_CALLBACK to the method that parses an article",
+            type(spider).__name__,
+        )
+
+
 class EchoScheduler(EchoComponent):
     """Scrapy scheduler (``SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"``)."""
 
@@ -72,6 +87,7 @@ class EchoScheduler(EchoComponent):
 
     def open(self, spider: Spider) -> None:
         self.attach(spider)
+        check_page_callback(self.runtime)
         self.dupefilter.open()
         restored = self.checkpointer.restore(spider)
         for url in self.runtime.config.sources + read_sources(getattr(spider, "echo_sources", ())):
@@ -110,6 +126,13 @@ class EchoScheduler(EchoComponent):
         return len(self.plain) + len(self.state.frontier)
 
     def enqueue_request(self, request: Request) -> bool:
+        taken = self._enqueue(request)
+        if taken:  # Scrapy's own scheduler stats, for dashboards built on them
+            self.inc_stat("scheduler/enqueued")
+            self.inc_stat("scheduler/enqueued/memory")
+        return taken
+
+    def _enqueue(self, request: Request) -> bool:
         echo = request.meta.get("echo")
         if (
             isinstance(echo, dict)
@@ -150,6 +173,13 @@ class EchoScheduler(EchoComponent):
         return True
 
     def next_request(self) -> Request | None:
+        request = self._next_request()
+        if request is not None:  # Scrapy's own scheduler stats, for dashboards built on them
+            self.inc_stat("scheduler/dequeued")
+            self.inc_stat("scheduler/dequeued/memory")
+        return request
+
+    def _next_request(self) -> Request | None:
         now = self.runtime.clock()
         if now < self._next_slot:
             self._wake_at(self._next_slot - now)

@@ -42,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_STRIP_PARAMS": list(DEFAULT_STRIP_PARAMS),  # query parameters that name no page
     "ECHO_URL_NORMALIZER": None,  # dotted path to a function url -> url, the user's rule
     "ECHO_MAX_LINKS_PER_SOURCE": 2000,  # links read from one source response
+    "ECHO_PAGE_CALLBACK": "parse",  # spider method new pages go to (its echo_page_callback wins)
     "ECHO_DEBUG": False,  # log every decision and every new page
     "ECHO_LOG_INTERVAL": 60.0,  # s between ECHO's status lines (and stats)
     # Distributed mode (on when REDIS_URL is set; see docs/distributed.rst)
@@ -78,6 +79,7 @@ class EchoConfig:
     allowed_hosts: tuple[str, ...]
     identity: PageIdentity
     max_links_per_source: int
+    page_callback: str
     debug: bool
     log_interval: float
     redis_key_prefix: str
@@ -119,6 +121,7 @@ class EchoConfig:
             allowed_hosts=get.names("ECHO_ALLOWED_HOSTS"),
             identity=PageIdentity(get.names("ECHO_STRIP_PARAMS"), _normalizer(get)),
             max_links_per_source=get.integer("ECHO_MAX_LINKS_PER_SOURCE"),
+            page_callback=get.text("ECHO_PAGE_CALLBACK"),
             debug=get.flag("ECHO_DEBUG"),
             log_interval=get.number("ECHO_LOG_INTERVAL"),
             redis_key_prefix=get.text("ECHO_REDIS_KEY_PREFIX"),

@@ -168,6 +168,61 @@ def test_spider_may_name_its_page_callback() -> None:
     assert new[0].callback == crawler.spider.parse_article
 
 
+def test_page_found_signal_for_each_new_page() -> None:
+    from scrapy_echo.signals import page_found
+
+    crawler, runtime, _ = setup()
+    found: list[tuple[str, str]] = []
+
+    def on_page(request: Request, source: str, spider: Any) -> None:
+        found.append((request.url, source))
+
+    crawler.signals.connect(on_page, signal=page_found)  # (held weakly: keep a name)
+    source = runtime.state.add_source("http://news.test/")
+    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    for at, links in ((1.0, ["/a"]), (2.0, ["/a", "/b", "/c"])):
+        request = source_request(source)
+        request.meta["echo"]["fetched"] = at
+        mw.handle_response(hub(request, links))
+    assert found == [
+        ("http://news.test/b", "http://news.test/"),
+        ("http://news.test/c", "http://news.test/"),
+    ]
+
+
+def test_page_callback_setting_and_a_clear_error_when_it_names_no_method() -> None:
+    crawler, runtime, _ = setup(ECHO_PAGE_CALLBACK="parse_article")
+    assert runtime.page_callback() == crawler.spider.parse_article
+    crawler, runtime, _ = setup(ECHO_PAGE_CALLBACK="parse_story")
+    with pytest.raises(ValueError, match=r"ECHO_PAGE_CALLBACK \('parse_story'\) is not a method"):
+        runtime.page_callback()
+
+
+def test_a_project_scheduler_that_overrides_the_addon_is_reported(caplog) -> None:
+    with caplog.at_level("WARNING"):
+        crawler = get_crawler(
+            Spider,
+            {
+                "ADDONS": {"scrapy_echo.Addon": 0},
+                "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+            },
+            prevent_warnings=False,
+        )
+    assert crawler.settings["SCHEDULER"] == "scrapy_redis.scheduler.Scheduler"
+    assert "overrides the ECHO add-on's scheduler" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        get_crawler(
+            Spider,
+            {
+                "ADDONS": {"scrapy_echo.Addon": 0},
+                "SCHEDULER": "scrapy_echo.scheduler.EchoScheduler",
+            },
+            prevent_warnings=False,
+        )
+    assert "overrides" not in caplog.text
+
+
 def test_push_clicks_counts_bad_rows() -> None:
     import scrapy_echo
 

@@ -154,3 +154,26 @@ def test_bad_setting_raises_not_configured_with_the_rule() -> None:
     crawler = get_crawler(Spider, {"ECHO_HISTORY_SIZE": -2})
     with pytest.raises(NotConfigured, match=r"ECHO_HISTORY_SIZE \(-2\) must be an integer >= 1"):
         EchoScheduler.from_crawler(crawler)
+
+
+def test_a_crawl_spider_is_told_where_its_new_pages_go(caplog) -> None:
+    from scrapy.spiders import CrawlSpider
+
+    class Rules(CrawlSpider):
+        name = "rules"
+
+        def parse_item(self, response: Any) -> Any:
+            return []
+
+    def open_for(**settings: Any) -> None:
+        crawler = get_crawler(Rules, {"ADDONS": {"scrapy_echo.Addon": 0}, **settings})
+        crawler.spider = crawler._create_spider()
+        EchoScheduler.from_crawler(crawler).open(crawler.spider)
+
+    with caplog.at_level("WARNING"):
+        open_for(ECHO_SOURCES=["http://a.test/"])
+    assert "a CrawlSpider's rule engine: set ECHO_PAGE_CALLBACK" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        open_for(ECHO_SOURCES=["http://a.test/"], ECHO_PAGE_CALLBACK="parse_item")
+    assert "rule engine" not in caplog.text

@@ -42,7 +42,7 @@ from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
 from scrapy_echo.distributed.store import Exchange, RedisStore
 from scrapy_echo.distributed.wire import InvalidPayload
 from scrapy_echo.runtime import EchoComponent
-from scrapy_echo.scheduler import EchoScheduler
+from scrapy_echo.scheduler import EchoScheduler, check_page_callback
 from scrapy_echo.settings import read_sources
 
 if TYPE_CHECKING:
@@ -122,6 +122,7 @@ class DistributedScheduler(EchoComponent):
 
     def open(self, spider: Spider) -> None:
         self.local.attach(spider)
+        check_page_callback(self.runtime)
         self.store = RedisStore(
             self.client, f"{self.runtime.config.redis_key_prefix}:{spider.name}"
         )
@@ -166,6 +167,13 @@ class DistributedScheduler(EchoComponent):
         return len(self.buffer) + len(self.followups)
 
     def enqueue_request(self, request: Request) -> bool:
+        taken = self._enqueue(request)
+        if taken:  # Scrapy's own scheduler stats, for dashboards built on them
+            self.inc_stat("scheduler/enqueued")
+            self.inc_stat("scheduler/enqueued/redis")
+        return taken
+
+    def _enqueue(self, request: Request) -> bool:
         echo = request.meta.get("echo")
         if isinstance(echo, dict) or "echo_lease" in request.meta:
             # A redirect or retry of a leased request: finish it here, under the same lease.
@@ -190,6 +198,13 @@ class DistributedScheduler(EchoComponent):
         return True
 
     def next_request(self) -> Request | None:
+        request = self._next_request()
+        if request is not None:
+            self.inc_stat("scheduler/dequeued")
+            self.inc_stat("scheduler/dequeued/redis")
+        return request
+
+    def _next_request(self) -> Request | None:
         if self.followups:
             return self.followups.popleft()
         if not self.buffer:

@@ -32,7 +32,9 @@ class MonitorSpider(scrapy.Spider):
             stats = {
                 k: v
                 for k, v in self.crawler.stats.get_stats().items()
-                if k.startswith(("echo/", "item_", "finish_reason", "downloader/response_status"))
+                if k.startswith(
+                    ("echo/", "item_", "finish_reason", "downloader/response_status", "scheduler/")
+                )
             }
             stats["finish_reason"] = reason
             with open(self.stats_out, "w", encoding="utf-8") as handle:
