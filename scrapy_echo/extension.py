@@ -69,10 +69,11 @@ class EchoExtension(EchoComponent):
         if stats is not None:
             for key, value in figures.items():
                 stats.set_value(f"echo/status/{key}", value)
+        retired = f", {figures['retired']:.0f} retired" if figures["retired"] else ""
         logger.info(
-            "ECHO: %d sources scheduled, %d idle; %d new pages waiting; %.2f requests/s of a "
+            "ECHO: %d sources scheduled, %d idle%s; %d new pages waiting; %.2f requests/s of a "
             "budget of %.2f; omega %.3g; %d pages dropped as not worth a crawl",
-            figures["scheduled"], figures["idle"], figures["waiting"], figures["rate"],
+            figures["scheduled"], figures["idle"], retired, figures["waiting"], figures["rate"],
             figures["budget"], figures["omega"], figures["dropped"],
         )  # fmt: skip
         return figures
@@ -98,6 +99,7 @@ class EchoExtension(EchoComponent):
             "budget": runtime.crawl_rate(),
             "omega": float(plan.omega) if runtime.holds_state else 0.0,
             "dropped": int(getattr(runtime.policy, "dropped_pages", 0)),
+            "retired": runtime.state.retired_sources if runtime.holds_state else 0,
         }
 
     def resolve(self) -> None:
@@ -135,6 +137,7 @@ class EchoExtension(EchoComponent):
             return
         state = self.runtime.state
         stats.set_value("echo/sources/count", len(state.sources))
+        stats.set_value("echo/sources/retired", state.retired_sources)
         stats.set_value("echo/pages/waiting", len(state.frontier))
         stats.set_value("echo/clickfeed/pending_rows", state.learner.pending_clicks)
         stats.set_value("echo/clickfeed/dropped_rows", state.learner.dropped_clicks)

@@ -22,6 +22,7 @@ from scrapy import Request
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.task import LoopingCall
 
+from scrapy_echo.core.events import SourceAdded
 from scrapy_echo.distributed.wire import decode_request, encode_request
 from scrapy_echo.jobdir import Checkpointer
 from scrapy_echo.runtime import EchoComponent, EchoRuntime
@@ -162,7 +163,8 @@ class EchoScheduler(EchoComponent):
             self.inc_stat("echo/scheduler/enqueued/source_followup")
             return True
         if request.meta.get("echo_source"):
-            self.state.add_source(request.url)  # the policy decides when to crawl it
+            # The policy decides when to crawl it; a retired source added again comes back.
+            self.runtime.observe(SourceAdded(request.url))
             self.inc_stat("echo/scheduler/enqueued/new_source")
             return True
         if not request.dont_filter and self.dupefilter.request_seen(request):

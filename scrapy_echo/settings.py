@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_PLAIN_SHARE": 0.5,  # share of slots for the spider's own requests while ECHO has work
     "ECHO_FAILURE_BACKOFF": 60.0,  # s a failing source waits, doubled per failure in a row
     "ECHO_FAILURE_BACKOFF_MAX": 6 * 3600.0,
+    "ECHO_SOURCE_MAX_FAILURES": 10,  # failures in a row that retire a source
     "ECHO_SAME_SITE": True,  # a source yields links of its own site (and ECHO_ALLOWED_HOSTS)
     "ECHO_ALLOWED_HOSTS": [],  # further hosts (or registered domains) any source may link to
     "ECHO_STRIP_PARAMS": list(DEFAULT_STRIP_PARAMS),  # query parameters that name no page
@@ -75,6 +76,7 @@ class EchoConfig:
     plain_share: float
     failure_backoff: float
     failure_backoff_max: float
+    source_max_failures: int
     same_site: bool
     allowed_hosts: tuple[str, ...]
     identity: PageIdentity
@@ -117,6 +119,7 @@ class EchoConfig:
             plain_share=get.number("ECHO_PLAIN_SHARE", at_least=0.0, at_most=1.0),
             failure_backoff=backoff,
             failure_backoff_max=get.number("ECHO_FAILURE_BACKOFF_MAX", at_least=backoff),
+            source_max_failures=get.integer("ECHO_SOURCE_MAX_FAILURES"),
             same_site=get.flag("ECHO_SAME_SITE"),
             allowed_hosts=get.names("ECHO_ALLOWED_HOSTS"),
             identity=PageIdentity(get.names("ECHO_STRIP_PARAMS"), _normalizer(get)),

@@ -22,6 +22,7 @@ from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.priors import ColdStart
 
 HISTORY_LIMIT = 500
+RETIRED = 1e18  # the crawl time of a retired source (some 3e10 years from now)
 # History's per-source counts are capped at this many numbers in all (40 MB): with a million
 # sources, a few samples; with thousands, HISTORY_LIMIT.
 HISTORY_CELLS = 5_000_000
@@ -55,6 +56,8 @@ class StateConfig(Protocol):
     def failure_backoff_max(self) -> float: ...
     @property
     def identity(self) -> PageIdentity: ...
+    @property
+    def source_max_failures(self) -> int: ...
 
 
 @dataclass
@@ -69,6 +72,7 @@ class SourceStatus:
     crawls: int = 0
     new_links: int = 0
     not_modified: int = 0
+    retired: bool = False  # failed source_max_failures times in a row: no longer crawled
 
 
 @dataclass
@@ -138,6 +142,19 @@ class CrawlState:
         self.frontier.grow(source + 1)
         return source
 
+    def revive(self, source: int) -> bool:
+        """Crawl a retired source again (it was added again); ``True`` if it was retired."""
+        status = self.sources[source]
+        if not status.retired:
+            return False
+        status.retired, status.failures = False, 0
+        self._last_crawl[source] = math.nan  # due now, as a new source
+        return True
+
+    @property
+    def retired_sources(self) -> int:
+        return sum(status.retired for status in self.sources)
+
     def source_dispatched(self, source: int, now: float) -> None:
         """A crawl of ``source`` was handed to the downloader: it is not due again for now."""
         self._last_crawl[source] = now
@@ -176,10 +193,17 @@ class CrawlState:
 
     def source_failed(self, source: int, now: float) -> float:
         """A crawl of ``source`` failed: back off (doubling per failure in a row) so that a
-        broken source does not eat the budget. Returns the back-off in seconds."""
+        broken source does not eat the budget, and retire it after ``source_max_failures``
+        in a row. Returns the back-off in seconds (``inf``: retired)."""
         status = self.sources[source]
         status.failures += 1
         cfg = self.config
+        if status.failures >= cfg.source_max_failures:
+            status.retired = True
+            # Far in the future, yet finite: policies subtract it from now and scale the
+            # difference, where inf would give NaN and win an argmax.
+            self._last_crawl[source] = RETIRED
+            return math.inf
         backoff = min(cfg.failure_backoff * 2.0 ** (status.failures - 1), cfg.failure_backoff_max)
         # A crawl time in the future keeps the source off every policy's list until then.
         self._last_crawl[source] = now + backoff

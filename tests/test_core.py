@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from scrapy_echo.core import CrawlCore
@@ -109,3 +110,44 @@ def test_a_page_fetched_under_its_own_url_is_never_made_another_pages_alias() ->
     assert slug.replace("http:", "https:") not in c.state.aliases
     assert c.add_clicks([slug], [230.0], [1]) == 1
     assert c.state.page_key(slug) == "https://a.test/2026/2-story"
+
+
+def test_a_source_failing_too_often_is_retired_until_added_again() -> None:
+    from scrapy_echo.core.events import SourceAdded
+
+    c = CrawlCore(
+        SimSettings(crawl_rate=1.0, source_max_failures=3, failure_backoff=10.0),
+        make_policy("echo-newpages"),
+    )
+    c.apply(fetched(100.0))
+    other = SourceFetched("http://b.test/", 100.0, ())
+    c.apply(other)
+    c.replan(100.0, 1.0)
+    for k in range(3):
+        c.apply(SourceFailed(HUB, 200.0 + k, "HTTP 404"))
+    state = c.state
+    assert state.sources[0].retired and state.retired_sources == 1
+    # Never chosen again, whatever the time: the other source is, or nothing.
+    for now in (300.0, 1e5, 1e7):
+        decision = c.choose(now)
+        assert decision is None or decision.source == 1
+    assert c.replan(400.0, 1.0).estimates.link_rate[0] == 0.0
+    c.apply(SourceAdded(HUB))  # added again: back, due at once as a new source
+    assert not state.sources[0].retired and state.sources[0].failures == 0
+    assert c.choose(500.0) == c.policy.choose(500.0, state.last_crawl, state.frontier)
+    assert math.isnan(state.last_crawl[0])
+
+
+@pytest.mark.parametrize(("policy", "picked"), [("echo-newpages", 1), ("echo-paper", 0)])
+def test_a_backing_off_source_is_not_recrawled_early(policy: str, picked: int) -> None:
+    """V(τ) at a negative τ (a crawl time pushed into the future by a back-off) grows without
+    bound: the reference policy, kept as first built, recrawls such a source first whenever
+    nothing is due; ECHO-newpages counts it 0."""
+    from scrapy_echo.model.plan import Estimates, Plan
+
+    # Two like sources, clicks fading in about 17 minutes; source 0 backs off for 6 hours.
+    estimates = Estimates(np.full(2, 0.01), np.full(2, 5.0), np.full(2, 1e-3))
+    plan = Plan(estimates, np.full(2, 3600.0), 1.0, np.ones(2, bool))
+    last_crawl = np.array([1000.0 + 6 * 3600.0, 900.0])
+    chosen, _ = make_policy(policy)._early_recrawl(1000.0, last_crawl, plan)  # type: ignore[attr-defined]
+    assert chosen == picked

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.crawling import crawl
-from tests.real_site import RealSite
+from tests.real_site import SITE_HOST, RealSite
 from tests.test_crawl import FAST
 
 pytestmark = pytest.mark.slow
@@ -30,7 +30,10 @@ def test_every_listed_article_fetched_once_and_every_click_attributed(tmp_path, 
         tmp_path,
         {
             **FAST,
-            "ECHO_SOURCES": ",".join(site.sources()),
+            # A source that is gone (404) besides: retired after 3 failures in a row.
+            "ECHO_SOURCES": ",".join([*site.sources(), f"{site.base}/gone.xml"]),
+            "ECHO_SOURCE_MAX_FAILURES": 3,
+            "ECHO_LOG_INTERVAL": 1,
             "ECHO_ALLOWED_HOSTS": site.base.split("//")[1].split(":")[0],
             "ECHO_CLICK_FEED": str(feed),
             "ECHO_CRAWL_RATE": 20,
@@ -61,6 +64,9 @@ def test_every_listed_article_fetched_once_and_every_click_attributed(tmp_path, 
     lanes = sum(stats.get(f"echo/scheduler/dequeued/{k}", 0) for k in ("source", "page", "plain"))
     assert stats["scheduler/dequeued"] == stats["scheduler/dequeued/memory"] == lanes > 0
     assert stats["scheduler/enqueued"] >= stats["echo/scheduler/enqueued/page"]
+    # The gone source cost three requests, then none.
+    assert site.hits[f"{SITE_HOST} /gone.xml"] == 3
+    assert stats["echo/sources/retired"] == 1 and stats["echo/status/retired"] == 1
     # Pages reached by a short link recorded where they landed.
     assert stats.get("echo/pages/aliases", 0) >= 1
     assert stats["echo/pages/crawled"] == sum(site.article_hits(a) for a in range(listed + 30))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from scrapy_echo.core.events import (
@@ -93,14 +93,27 @@ class CrawlCore:
             state.source_not_modified(source, event.t)
         elif isinstance(event, SourceFailed):
             backoff = state.source_failed(source, event.t)
-            logger.info(
-                "ECHO source %s failed (%s, %d in a row); next try in %.0f s",
-                event.url,
-                event.why,
-                state.sources[source].failures,
-                backoff,
-            )
-        elif not isinstance(event, SourceAdded):
+            failures = state.sources[source].failures
+            if math.isinf(backoff):
+                logger.warning(
+                    "ECHO source %s retired after %d failures in a row (last: %s); add it "
+                    "again to bring it back",
+                    event.url,
+                    failures,
+                    event.why,
+                )
+            else:
+                logger.info(
+                    "ECHO source %s failed (%s, %d in a row); next try in %.0f s",
+                    event.url,
+                    event.why,
+                    failures,
+                    backoff,
+                )
+        elif isinstance(event, SourceAdded):
+            if state.revive(source):
+                logger.info("ECHO source %s added again: crawled again", event.url)
+        else:
             raise TypeError(f"not an event: {event!r:.80}")
         return []
 
@@ -170,7 +183,13 @@ class CrawlCore:
 
     def replan(self, now: float, budget: float) -> Plan:
         """Fresh estimates and a fresh schedule under ``budget`` (pages/s); a history sample."""
-        plan = self.policy.replan(self.state.learner.estimates(now), budget)
+        estimates = self.state.learner.estimates(now)
+        retired = [i for i, status in enumerate(self.state.sources) if status.retired]
+        if retired:  # never crawled again: no share of the budget either
+            link_rate = estimates.link_rate.copy()
+            link_rate[retired] = 0.0
+            estimates = replace(estimates, link_rate=link_rate)
+        plan = self.policy.replan(estimates, budget)
         self.solves += 1
         self.state.record(
             now,

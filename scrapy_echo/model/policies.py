@@ -193,7 +193,7 @@ class EchoPaper(Policy):
         if due is not None:
             return due
         # Nothing is worth a crawl: spend the slot on the best of what is left.
-        best_source, source_value = _best_early_recrawl(now, last_crawl, plan)
+        best_source, source_value = self._early_recrawl(now, last_crawl, plan)
         if best_page >= 0 and page_value >= source_value:
             return Decision("page", best_page)
         if source_value > 0:
@@ -207,12 +207,21 @@ class EchoPaper(Policy):
             return Decision("source", stalest)
         return None
 
+    def _early_recrawl(self, now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
+        return _best_early_recrawl(now, last_crawl, plan)
+
 
 class EchoNewPages(EchoPaper):
     """ECHO-newpages, the default: the paper's policy and every improvement past it (the
     issues after the first build add theirs here, never to :class:`EchoPaper`)."""
 
     name = "echo-newpages"
+
+    def _early_recrawl(self, now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
+        # A source backing off after failures, or retired, has its crawl time in the future.
+        # V(τ) at a negative τ grows without bound (g(x) for x < 0), so the reference policy
+        # recrawls exactly those sources first whenever nothing is due; here they count 0.
+        return _best_early_recrawl(now, np.minimum(last_crawl, now), plan)
 
 
 class EchoSchedule(Policy):

@@ -50,6 +50,7 @@ class SimSettings:
     default_profit: float = 1.0  # P of a source before any click data
     failure_backoff: float = 60.0  # (sources never fail in a replay)
     failure_backoff_max: float = 6 * 3600.0
+    source_max_failures: int = 10
     # True: the click log has every click of a crawled page, also those before the crawl
     # (site analytics). False: only clicks after the crawl (a search engine's own log: a page
     # it has not indexed gets no clicks from it).
