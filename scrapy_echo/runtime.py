@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy_echo.core.crawl import CrawlCore, NewPage
-from scrapy_echo.core.events import ClicksArrived, Event
+from scrapy_echo.core.events import ClicksArrived, Event, SourceFailed
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Policy, make_policy
 from scrapy_echo.settings import EchoConfig
-from scrapy_echo.signals import page_found
+from scrapy_echo.signals import page_found, source_retired
 from scrapy_echo.state import CrawlState
 
 if TYPE_CHECKING:
@@ -179,7 +179,17 @@ class EchoRuntime:
                 for row in event.rows
             )
             return []
-        return self.core.apply(event)
+        pages = self.core.apply(event)
+        if isinstance(event, SourceFailed):
+            status = self.state.sources[self.state.add_source(event.url)]
+            if status.retired and status.failures == self.config.source_max_failures:
+                self.crawler.signals.send_catch_log(
+                    signal=source_retired,
+                    source=event.url,
+                    why=event.why,
+                    spider=self.crawler.spider,
+                )
+        return pages
 
     def done(self, request: Request | None) -> None:
         """``request`` has been processed (its response, or its final failure)."""

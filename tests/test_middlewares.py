@@ -89,6 +89,25 @@ def test_failing_source_backs_off_doubling() -> None:
     assert crawler.stats.get_value("echo/sources/failed") == 3
 
 
+def test_a_source_retired_after_its_failures_sends_the_signal_once() -> None:
+    from scrapy_echo.signals import source_retired
+
+    crawler, runtime, _ = setup(ECHO_SOURCE_MAX_FAILURES=2)
+    retired: list[tuple[str, str]] = []
+
+    def on_retired(source: str, why: str, spider: Any) -> None:
+        retired.append((source, why))
+
+    crawler.signals.connect(on_retired, signal=source_retired)  # (held weakly: keep a name)
+    source = runtime.state.add_source("http://news.test/")
+    mw = EchoDownloaderMiddleware.from_crawler(crawler)
+    for status in (404, 410, 410):
+        request = source_request(source)
+        mw.process_response(request, Response(request.url, status=status, request=request))
+    assert retired == [("http://news.test/", "HTTP 410")]
+    assert runtime.state.sources[source].retired
+
+
 def test_source_response_yields_only_new_pages_with_midpoint_appearance() -> None:
     crawler, runtime, _ = setup()
     source = runtime.state.add_source("http://news.test/")
