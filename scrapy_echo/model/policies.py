@@ -221,7 +221,11 @@ class EchoNewPages(EchoPaper):
         # A source backing off after failures, or retired, has its crawl time in the future.
         # V(τ) at a negative τ grows without bound (g(x) for x < 0), so the reference policy
         # recrawls exactly those sources first whenever nothing is due; here they count 0.
-        return _best_early_recrawl(now, np.minimum(last_crawl, now), plan)
+        # (Weighed again only when one of them won: this runs at most slots.)
+        best, value = _best_early_recrawl(now, last_crawl, plan)
+        if last_crawl[best] > now:
+            best, value = _best_early_recrawl(now, np.minimum(last_crawl, now), plan)
+        return best, value
 
 
 class EchoSchedule(Policy):
