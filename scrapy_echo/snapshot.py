@@ -130,6 +130,7 @@ def restore(
             state.add_source(status.url)
         state.sources[:] = snapshot["sources"]
         state.source_crawls = sum(status.crawls for status in state.sources)
+        state.retired_count = sum(status.retired for status in state.sources)
         state.last_crawl[:] = snapshot["last_crawl"]
         state.seen = {int(mark) for mark in snapshot["seen"]}
         # (Snapshots before page identity have neither: nothing was fetched under two URLs.)

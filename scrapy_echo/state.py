@@ -89,6 +89,7 @@ class CrawlState:
     fetched: set[int] = field(default_factory=set)
     crawled_pages: int = 0
     started: float = math.nan  # the first source crawl's time (of this process)
+    retired_count: int = 0  # sources retired (kept as they retire: every re-solve asks)
     source_crawls: int = 0  # Σ crawls of the sources (kept as they happen: reports sample it)
     # One sample per re-solve (see :meth:`record`), for reports: thinned to every other one
     # when it passes HISTORY_LIMIT, so a long crawl keeps its whole span at a coarser grain.
@@ -148,12 +149,13 @@ class CrawlState:
         if not status.retired:
             return False
         status.retired, status.failures = False, 0
+        self.retired_count -= 1
         self._last_crawl[source] = math.nan  # due now, as a new source
         return True
 
     @property
     def retired_sources(self) -> int:
-        return sum(status.retired for status in self.sources)
+        return self.retired_count
 
     def source_dispatched(self, source: int, now: float) -> None:
         """A crawl of ``source`` was handed to the downloader: it is not due again for now."""
@@ -199,6 +201,8 @@ class CrawlState:
         status.failures += 1
         cfg = self.config
         if status.failures >= cfg.source_max_failures:
+            if not status.retired:
+                self.retired_count += 1
             status.retired = True
             # Far in the future, yet finite: policies subtract it from now and scale the
             # difference, where inf would give NaN and win an argmax.

@@ -184,8 +184,8 @@ class CrawlCore:
     def replan(self, now: float, budget: float) -> Plan:
         """Fresh estimates and a fresh schedule under ``budget`` (pages/s); a history sample."""
         estimates = self.state.learner.estimates(now)
-        retired = [i for i, status in enumerate(self.state.sources) if status.retired]
-        if retired:  # never crawled again: no share of the budget either
+        if self.state.retired_count:  # never crawled again: no share of the budget either
+            retired = [i for i, status in enumerate(self.state.sources) if status.retired]
             link_rate = estimates.link_rate.copy()
             link_rate[retired] = 0.0
             estimates = replace(estimates, link_rate=link_rate)
