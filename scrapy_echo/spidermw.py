@@ -35,6 +35,12 @@ _MAX_ALIAS_LENGTH = 2048  # a longer "canonical" URL is junk, and would not fit 
 
 
 class EchoSpiderMiddleware(EchoComponent):
+    _unreadable_logged: set[str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._unreadable_logged = set()
+
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         yield from self.handle_response(response)
         yield from result
@@ -78,7 +84,9 @@ class EchoSpiderMiddleware(EchoComponent):
             self.inc_stat("echo/links/bad_url", content.bad_urls)
         if content.error is not None:
             self.inc_stat("echo/sources/unreadable")
-            logger.warning("ECHO source %s unreadable (%s)", response.url, content.error)
+            if response.url not in self._unreadable_logged:  # once per source, then counted
+                self._unreadable_logged.add(response.url)
+                logger.warning("ECHO source %s unreadable (%s)", response.url, content.error)
         for url in content.sources:  # a sitemap index's sitemaps, a robots.txt's
             self.runtime.observe(SourceAdded(url))
         if content.sources:

@@ -108,6 +108,21 @@ def test_a_source_retired_after_its_failures_sends_the_signal_once() -> None:
     assert runtime.state.sources[source].retired
 
 
+def test_an_unreadable_source_is_counted_each_time_and_logged_once(caplog) -> None:
+    crawler, runtime, _ = setup()
+    source = runtime.state.add_source("http://news.test/s.xml.gz")
+    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    with caplog.at_level("WARNING"):
+        for at in (1.0, 2.0):
+            request = source_request(source, "http://news.test/s.xml.gz")
+            request.meta["echo"]["fetched"] = at
+            body = b"\x1f\x8b\x08broken"
+            assert mw.handle_response(Response(request.url, body=body, request=request)) == []
+    assert crawler.stats.get_value("echo/sources/unreadable") == 2
+    assert crawler.stats.get_value("echo/sources/kind/gzip") == 2
+    assert caplog.text.count("unreadable") == 1
+
+
 def test_source_response_yields_only_new_pages_with_midpoint_appearance() -> None:
     crawler, runtime, _ = setup()
     source = runtime.state.add_source("http://news.test/")
