@@ -180,6 +180,19 @@ def test_only_static_sources_within_budget() -> None:
     assert sol.objective == pytest.approx(1.6e-12 * 1.95e9 + 0.25**2)
 
 
+def test_the_exact_search_weighs_the_best_set_without_recrawls() -> None:
+    """Found by the explore profile: at budget 421.17 the exact search refined only the sets
+    whose coarse values were highest (sets recrawling a source with λ = 418.5, overstated),
+    and missed three static sources worth 137: more budget gave 136.3."""
+    lam = [1.0, 1e6, 418.5, 1.0, 3.0]
+    prof = [1.0, 1.0, 122.0, 1.0, 45.0]
+    mu = [0.0, 1.0, 1000.0, 0.0, 0.0]
+    low = solve_intervals(lam, prof, mu, 417.0)
+    high = solve_intervals(lam, prof, mu, 417.0 * 1.01)
+    assert low.objective == pytest.approx(137.0)
+    assert high.objective >= low.objective * (1 - 1e-9)
+
+
 @pytest.mark.parametrize(
     ("lam", "prof", "mu", "budget"),
     [

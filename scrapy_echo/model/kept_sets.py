@@ -66,7 +66,14 @@ def best_kept_set(problem: Problem, solver: Solver) -> IntervalSolution | None:
     # Refine the best few with the solver's own search and keep the best refined one: a set
     # whose schedule needs very long intervals can refine to less than its coarse value.
     best: IntervalSolution | None = None
-    for row in np.argsort(-value, kind="stable")[:_REFINED]:
+    rows = np.argsort(-value, kind="stable")[:_REFINED].tolist()
+    # A set with nothing to recrawl has its exact value already; coarse values of sets that
+    # recrawl can overstate them (refined, they fall below it), so the best such set is
+    # always among those refined.
+    plain = np.flatnonzero(~recrawl.any(axis=1))
+    if plain.size:
+        rows.append(int(plain[np.argmax(value[plain])]))
+    for row in dict.fromkeys(rows):
         kept = np.zeros(problem.size, bool)
         kept[members[masks[row]]] = True
         solution = solver.fixed(kept, method="exact")
