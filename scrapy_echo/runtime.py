@@ -330,3 +330,9 @@ class EchoComponent:
     def inc_stat(self, key: str, count: int = 1) -> None:
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(key, count)
+
+    def count_scrapy_stat(self, direction: str, queue: str) -> None:
+        """Scrapy's own scheduler stats (``scheduler/enqueued``, ``.../memory``, ...), kept
+        for dashboards built on them."""
+        self.inc_stat(f"scheduler/{direction}")
+        self.inc_stat(f"scheduler/{direction}/{queue}")

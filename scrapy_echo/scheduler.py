@@ -128,9 +128,8 @@ class EchoScheduler(EchoComponent):
 
     def enqueue_request(self, request: Request) -> bool:
         taken = self._enqueue(request)
-        if taken:  # Scrapy's own scheduler stats, for dashboards built on them
-            self.inc_stat("scheduler/enqueued")
-            self.inc_stat("scheduler/enqueued/memory")
+        if taken:
+            self.count_scrapy_stat("enqueued", "memory")
         return taken
 
     def _enqueue(self, request: Request) -> bool:
@@ -176,9 +175,8 @@ class EchoScheduler(EchoComponent):
 
     def next_request(self) -> Request | None:
         request = self._next_request()
-        if request is not None:  # Scrapy's own scheduler stats, for dashboards built on them
-            self.inc_stat("scheduler/dequeued")
-            self.inc_stat("scheduler/dequeued/memory")
+        if request is not None:
+            self.count_scrapy_stat("dequeued", "memory")
         return request
 
     def _next_request(self) -> Request | None:

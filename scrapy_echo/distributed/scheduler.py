@@ -168,9 +168,8 @@ class DistributedScheduler(EchoComponent):
 
     def enqueue_request(self, request: Request) -> bool:
         taken = self._enqueue(request)
-        if taken:  # Scrapy's own scheduler stats, for dashboards built on them
-            self.inc_stat("scheduler/enqueued")
-            self.inc_stat("scheduler/enqueued/redis")
+        if taken:
+            self.count_scrapy_stat("enqueued", "redis")
         return taken
 
     def _enqueue(self, request: Request) -> bool:
@@ -200,8 +199,7 @@ class DistributedScheduler(EchoComponent):
     def next_request(self) -> Request | None:
         request = self._next_request()
         if request is not None:
-            self.inc_stat("scheduler/dequeued")
-            self.inc_stat("scheduler/dequeued/redis")
+            self.count_scrapy_stat("dequeued", "redis")
         return request
 
     def _next_request(self) -> Request | None:
