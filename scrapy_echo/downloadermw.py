@@ -8,6 +8,9 @@
 - A source crawl that fails (an exception after retries, or an error status) is recorded, and
   the source backs off, doubling per failure in a row, so a broken source does not eat the
   budget.
+- A request robots.txt forbids (Scrapy's ``RobotsTxtMiddleware``, with ``ROBOTSTXT_OBEY``) was
+  never sent: its budget slot is given back, and a forbidden source is asked again only after
+  ``ECHO_FAILURE_BACKOFF_MAX``, without counting a failure.
 
 It sits at 60, just inside Scrapy's offsite filter: it sees each response after retries and
 redirects are resolved, so one crawl is one outcome.
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest
 
-from scrapy_echo.core.events import SourceFailed, SourceNotModified
+from scrapy_echo.core.events import SourceBlocked, SourceFailed, SourceNotModified
 from scrapy_echo.runtime import EchoComponent
 
 if TYPE_CHECKING:
@@ -57,10 +60,20 @@ class EchoDownloaderMiddleware(EchoComponent):
     def process_exception(self, request: Request, exception: Exception) -> None:
         echo: Any = request.meta.get("echo")
         ignored = isinstance(exception, IgnoreRequest)  # offsite, robots.txt: not a failure
-        if not ignored and isinstance(echo, dict) and echo.get("kind") == "source":
+        kind = echo.get("kind") if isinstance(echo, dict) else None
+        if ignored and kind and "robots.txt" in str(exception):
+            self._forbidden(request, kind, str(echo.get("url", request.url)))
+        elif not ignored and kind == "source":
             self._failed(str(echo.get("url", request.url)), request, type(exception).__name__)
         # The request is finished either way (retries are done before it gets here).
         self.runtime.done(request)
+
+    def _forbidden(self, request: Request, kind: str, url: str) -> None:
+        if self.runtime.refund is not None:
+            self.runtime.refund()
+        self.inc_stat(f"echo/{kind}s/robots_blocked")
+        if kind == "source":
+            self.runtime.observe(SourceBlocked(url, self.runtime.clock()))
 
     def _failed(self, url: str, request: Request, why: str) -> None:
         self.runtime.observe(SourceFailed(url, self.runtime.clock(), why))

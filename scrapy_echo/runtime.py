@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from scrapy_echo.clickfeed import ClickFeedReader, ClickRow
+    from scrapy_echo.politeness import Politeness
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,10 @@ class EchoRuntime:
         self.transport: Callable[[Event], None] | None = None
         self.holds_state = True  # False on a distributed worker that is not the planner
         self.on_done: Callable[[Request], None] | None = None
+        # The scheduler's view of Scrapy's download slots: each host's capacity for the plan.
+        self.politeness: Politeness | None = None
+        # Gives back the budget slot of a request that was never sent (robots.txt forbade it).
+        self.refund: Callable[[], None] | None = None
 
     # The core's parts, by their old names (every component reaches them through here).
     @property
@@ -140,7 +145,8 @@ class EchoRuntime:
         # The plan spends what the plain lane leaves of the budget, as measured lately.
         plain_share = self.lanes.share()
         budget = self.crawl_rate() * (1.0 - plain_share)
-        plan = self.core.replan(self.clock(), budget)
+        capacity = self.politeness.capacity if self.politeness is not None else None
+        plan = self.core.replan(self.clock(), budget, capacity)
         stats = self.crawler.stats
         if stats is not None:
             stats.set_value("echo/solver/solves", self.solves)

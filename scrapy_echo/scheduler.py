@@ -18,6 +18,7 @@ import math
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from scrapy import Request
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.task import LoopingCall
@@ -25,6 +26,7 @@ from twisted.internet.task import LoopingCall
 from scrapy_echo.core.events import SourceAdded
 from scrapy_echo.distributed.wire import decode_request, encode_request
 from scrapy_echo.jobdir import Checkpointer
+from scrapy_echo.politeness import Politeness
 from scrapy_echo.runtime import EchoComponent, EchoRuntime
 from scrapy_echo.settings import read_sources
 
@@ -39,6 +41,11 @@ logger = logging.getLogger(__name__)
 _BURST_SECONDS = 1.0
 # Longest nap between wake-ups when nothing is due (new sources or pages may arrive).
 _MAX_NAP = 1.0
+# Choices the policy may make for busy download slots in one call before the slot is left
+# idle (each is put back and its source set aside for the rest of the call).
+_MAX_TRIES = 16
+# Plain requests looked at for one whose download slot is free.
+_PLAIN_SCAN = 32
 
 
 def _source_seen(response: Response) -> list[Any]:
@@ -79,6 +86,15 @@ class EchoScheduler(EchoComponent):
         self._echo_served = 0
         self._wake_call: Any = None  # IDelayedCall
         self._checkpoint_loop: LoopingCall | None = None
+        self.politeness = Politeness(crawler)
+        if runtime.config.politeness:
+            runtime.politeness = self.politeness
+        runtime.refund = self.refund
+        # Per source, the index of its URL's download slot in _host_keys.
+        self._source_hosts = np.zeros(0, np.intp)
+        self._host_keys: list[str] = []
+        self._host_ids: dict[str, int] = {}
+        self._soonest_free = math.inf  # seconds until a busy slot frees, seen this call
 
     # -- BaseScheduler ---------------------------------------------------------------------
     def attach(self, spider: Spider) -> None:
@@ -184,14 +200,24 @@ class EchoScheduler(EchoComponent):
         if now < self._next_slot:
             self._wake_at(self._next_slot - now)
             return None
+        self._soonest_free = math.inf
         request = self._pick(now)
         if request is None:
-            self._wake_at(self._nap(now))
+            self._wake_at(min(self._nap(now), self._soonest_free))
             return None
+        self.politeness.handed(self.politeness.slot_key(request))
         rate = self.runtime.config.crawl_rate
         if rate is not None:
             self._next_slot = max(self._next_slot, now - _BURST_SECONDS) + 1.0 / rate
         return request
+
+    def refund(self) -> None:
+        """A request handed over was never sent (robots.txt forbade it): its budget slot
+        can go to another request."""
+        rate = self.runtime.config.crawl_rate
+        if rate is not None:
+            self._next_slot -= 1.0 / rate
+        self.inc_stat("echo/scheduler/refunded")
 
     # -- requests as data (JOBDIR and Redis) -------------------------------------------------
     def encode(self, request: Request) -> str:
@@ -211,7 +237,9 @@ class EchoScheduler(EchoComponent):
         share = self.runtime.config.plain_share
         total = self._plain_served + self._echo_served
         if self.plain and self._plain_served <= share * total:
-            return self._serve_plain()
+            request = self._serve_plain()
+            if request is not None:
+                return request
         request = self.next_echo_request(now)
         if request is not None:
             self._echo_served += 1
@@ -219,34 +247,120 @@ class EchoScheduler(EchoComponent):
             return request
         return self._serve_plain() if self.plain else None
 
-    def _serve_plain(self) -> Request:
+    def _serve_plain(self) -> Request | None:
+        """The first plain request (of the first few) whose download slot is free."""
+        for position, request in enumerate(self.plain):
+            if position == _PLAIN_SCAN:
+                return None
+            if self._slot_free(self.politeness.slot_key(request)):
+                del self.plain[position]
+                break
+        else:
+            return None
         self._plain_served += 1
         self.runtime.lanes.add(self.runtime.clock(), plain=True)
         self.inc_stat("echo/scheduler/dequeued/plain")
-        return self.plain.popleft()
+        return request
 
-    def next_echo_request(self, now: float, *, count: bool = True) -> Request | None:
-        """The policy's choice as a request (``count``: as a request leaving this worker)."""
-        while True:
-            decision = self.runtime.policy.choose(now, self.state.last_crawl, self.state.frontier)
+    def _slot_free(self, key: str) -> bool:
+        if not self.runtime.config.politeness:
+            return True
+        wait = self.politeness.wait(key)
+        if wait > 0:
+            self._soonest_free = min(self._soonest_free, wait)
+            self.inc_stat("echo/scheduler/slot_busy")  # a choice put back for a busy slot
+        return wait <= 0
+
+    def next_echo_request(
+        self, now: float, *, count: bool = True, polite: bool = True
+    ) -> Request | None:
+        """The policy's choice as a request (``count``: as a request leaving this worker).
+
+        ``polite``: only a request whose download slot is free (:mod:`scrapy_echo.politeness`);
+        the policy chooses among the sources whose slot is free, and a choice that lands on a
+        busy slot anyway (a page on another host than its source) is put back."""
+        polite = polite and self.runtime.config.politeness
+        blocked = self._busy_sources() if polite else None
+        for _ in range(_MAX_TRIES):
+            decision = self._choose(now, blocked)
             if decision is None:
                 return None
-            if decision.kind != "page":
-                break
-            waiting = self.state.frontier.pop(decision.source)
-            request: Request = waiting.page  # type: ignore[assignment]
-            if self.state.already_fetched(request.url):
-                # Another URL of this page (a redirect's target, its canonical link) was
-                # fetched since it was queued: it is one page, fetched once.
-                self.inc_stat("echo/pages/duplicate_skipped")
+            source = decision.source
+            if decision.kind == "page":
+                waiting = self.state.frontier.pop(source)
+                request: Request = waiting.page  # type: ignore[assignment]
+                if self.state.already_fetched(request.url):
+                    # Another URL of this page (a redirect's target, its canonical link) was
+                    # fetched since it was queued: it is one page, fetched once.
+                    self.inc_stat("echo/pages/duplicate_skipped")
+                    continue
+                if polite and not self._slot_free(self.politeness.slot_key(request)):
+                    self.state.frontier.push(
+                        source, request, appeared=waiting.appeared, discovered=waiting.discovered
+                    )
+                    blocked = self._set_aside(blocked, source)
+                    continue
+                if count:
+                    self.inc_stat("echo/scheduler/dequeued/page")
+                return request
+            request = self._source_request(source)
+            if polite and not self._slot_free(self.politeness.slot_key(request)):
+                blocked = self._set_aside(blocked, source)  # (a first crawl: never set aside)
                 continue
+            self.state.source_dispatched(source, now)
             if count:
-                self.inc_stat("echo/scheduler/dequeued/page")
+                self.inc_stat("echo/scheduler/dequeued/source")
             return request
-        source = decision.source
-        self.state.source_dispatched(source, now)
-        if count:
-            self.inc_stat("echo/scheduler/dequeued/source")
+        return None
+
+    def _choose(self, now: float, blocked: np.ndarray | None) -> Any:
+        """The policy's decision among the sources not ``blocked``: their pages are hidden
+        and they look just crawled (never-crawled ones stay visible: a first crawl is worth
+        a try, and it is checked like any choice)."""
+        policy, frontier, last = self.runtime.policy, self.state.frontier, self.state.last_crawl
+        if blocked is None or not blocked.any():
+            return policy.choose(now, last, frontier)
+        masked = np.where(blocked & ~np.isnan(last), now, last)
+        frontier.hide(blocked)
+        try:
+            return policy.choose(now, masked, frontier)
+        finally:
+            frontier.hide(None)
+            policy.forget_quiet()  # its due-time cache saw the masked crawl times
+
+    def _busy_sources(self) -> np.ndarray | None:
+        """Per source, whether its URL's download slot is busy; ``None`` when none is."""
+        hosts = self._source_hosts
+        sources = self.state.sources
+        if hosts.size < len(sources):
+            extra = [self._host_index(sources[i].url) for i in range(hosts.size, len(sources))]
+            hosts = self._source_hosts = np.concatenate([hosts, np.array(extra, np.intp)])
+        busy = np.zeros(len(self._host_keys), bool)
+        for index, key in enumerate(self._host_keys):
+            wait = self.politeness.wait(key)
+            if wait > 0:
+                busy[index] = True
+                self._soonest_free = min(self._soonest_free, wait)
+        return busy[hosts] if busy.any() else None
+
+    def _host_index(self, url: str) -> int:
+        key = self.politeness.host_key(url)
+        index = self._host_ids.get(key)
+        if index is None:
+            index = self._host_ids[key] = len(self._host_keys)
+            self._host_keys.append(key)
+        return index
+
+    def _set_aside(self, blocked: np.ndarray | None, source: int) -> np.ndarray:
+        if blocked is None or blocked.size < len(self.state.sources):
+            grown = np.zeros(len(self.state.sources), bool)
+            if blocked is not None:
+                grown[: blocked.size] = blocked
+            blocked = grown
+        blocked[source] = True
+        return blocked
+
+    def _source_request(self, source: int) -> Request:
         status = self.state.sources[source]
         headers = {}
         if status.etag:

@@ -38,6 +38,10 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_FAILURE_BACKOFF": 60.0,  # s a failing source waits, doubled per failure in a row
     "ECHO_FAILURE_BACKOFF_MAX": 6 * 3600.0,
     "ECHO_SOURCE_MAX_FAILURES": 10,  # failures in a row that retire a source
+    "ECHO_BACKLOG": "crawl",  # "crawl" or "skip": what a source lists at its first crawl
+    "ECHO_MIN_INTERVAL": 0.0,  # s: no source is planned more often (echo-newpages)
+    "ECHO_MAX_INTERVAL": None,  # s: every source is crawled at least this often (None: no bound)
+    "ECHO_POLITENESS": True,  # hand the engine only requests whose download slot is free
     "ECHO_SAME_SITE": True,  # a source yields links of its own site (and ECHO_ALLOWED_HOSTS)
     "ECHO_ALLOWED_HOSTS": [],  # further hosts (or registered domains) any source may link to
     "ECHO_STRIP_PARAMS": list(DEFAULT_STRIP_PARAMS),  # query parameters that name no page
@@ -77,6 +81,10 @@ class EchoConfig:
     failure_backoff: float
     failure_backoff_max: float
     source_max_failures: int
+    backlog: str
+    min_interval: float
+    max_interval: float
+    politeness: bool
     same_site: bool
     allowed_hosts: tuple[str, ...]
     identity: PageIdentity
@@ -104,6 +112,13 @@ class EchoConfig:
             known = ", ".join(sorted(POLICIES))
             raise NotConfigured(f"ECHO_POLICY ({policy!r}) must be one of: {known}")
         backoff = get.number("ECHO_FAILURE_BACKOFF", at_least=0.0)
+        min_interval = get.number("ECHO_MIN_INTERVAL", at_least=0.0)
+        max_interval = get.optional_number("ECHO_MAX_INTERVAL") or math.inf
+        if max_interval < min_interval:
+            raise NotConfigured(
+                f"ECHO_MAX_INTERVAL ({max_interval:g}) must be >= ECHO_MIN_INTERVAL "
+                f"({min_interval:g})"
+            )
         return cls(
             crawl_rate=get.optional_number("ECHO_CRAWL_RATE"),
             policy=policy,
@@ -120,6 +135,10 @@ class EchoConfig:
             failure_backoff=backoff,
             failure_backoff_max=get.number("ECHO_FAILURE_BACKOFF_MAX", at_least=backoff),
             source_max_failures=get.integer("ECHO_SOURCE_MAX_FAILURES"),
+            backlog=get.choice("ECHO_BACKLOG", ("crawl", "skip")),
+            min_interval=min_interval,
+            max_interval=max_interval,
+            politeness=get.flag("ECHO_POLITENESS"),
             same_site=get.flag("ECHO_SAME_SITE"),
             allowed_hosts=get.names("ECHO_ALLOWED_HOSTS"),
             identity=PageIdentity(get.names("ECHO_STRIP_PARAMS"), _normalizer(get)),
@@ -249,6 +268,12 @@ class _Getter:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise NotConfigured(f"{name} ({value!r}) must be a list of strings")
         return tuple(v.strip() for v in value if v.strip())
+
+    def choice(self, name: str, choices: tuple[str, ...]) -> str:
+        value = self.raw(name)
+        if value not in choices:
+            raise NotConfigured(f"{name} ({value!r}) must be one of: {', '.join(choices)}")
+        return str(value)
 
     def text(self, name: str) -> str:
         value = self.raw(name)

@@ -131,6 +131,7 @@ def restore(
         state.sources[:] = snapshot["sources"]
         state.source_crawls = sum(status.crawls for status in state.sources)
         state.retired_count = sum(status.retired for status in state.sources)
+        state.removed_count = sum(status.removed for status in state.sources)
         state.last_crawl[:] = snapshot["last_crawl"]
         state.seen = {int(mark) for mark in snapshot["seen"]}
         # (Snapshots before page identity have neither: nothing was fetched under two URLs.)

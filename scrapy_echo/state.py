@@ -58,6 +58,12 @@ class StateConfig(Protocol):
     def identity(self) -> PageIdentity: ...
     @property
     def source_max_failures(self) -> int: ...
+    @property
+    def backlog(self) -> str: ...
+    @property
+    def min_interval(self) -> float: ...
+    @property
+    def max_interval(self) -> float: ...
 
 
 @dataclass
@@ -73,6 +79,8 @@ class SourceStatus:
     new_links: int = 0
     not_modified: int = 0
     retired: bool = False  # failed source_max_failures times in a row: no longer crawled
+    removed: bool = False  # removed by the user: not crawled until added again
+    robots_blocked: int = 0  # crawls robots.txt forbade (nothing sent, nothing charged)
 
 
 @dataclass
@@ -90,6 +98,7 @@ class CrawlState:
     crawled_pages: int = 0
     started: float = math.nan  # the first source crawl's time (of this process)
     retired_count: int = 0  # sources retired (kept as they retire: every re-solve asks)
+    removed_count: int = 0  # sources removed by the user, likewise
     source_crawls: int = 0  # Σ crawls of the sources (kept as they happen: reports sample it)
     # One sample per re-solve (see :meth:`record`), for reports: thinned to every other one
     # when it passes HISTORY_LIMIT, so a long crawl keeps its whole span at a coarser grain.
@@ -144,14 +153,41 @@ class CrawlState:
         return source
 
     def revive(self, source: int) -> bool:
-        """Crawl a retired source again (it was added again); ``True`` if it was retired."""
+        """Crawl a retired or removed source again (it was added again); ``True`` if it was
+        either."""
         status = self.sources[source]
-        if not status.retired:
+        if not (status.retired or status.removed):
             return False
-        status.retired, status.failures = False, 0
-        self.retired_count -= 1
+        self.retired_count -= status.retired
+        self.removed_count -= status.removed
+        status.retired = status.removed = False
+        status.failures = 0
         self._last_crawl[source] = math.nan  # due now, as a new source
         return True
+
+    def remove(self, source: int) -> bool:
+        """Stop crawling ``source`` and forget its waiting pages (its links stay seen, so
+        adding it again finds only what is new); ``True`` if it was not removed already."""
+        status = self.sources[source]
+        if status.removed:
+            return False
+        status.removed = True
+        self.removed_count += 1
+        self._last_crawl[source] = RETIRED
+        self.frontier.drop(source)
+        return True
+
+    def off_schedule(self) -> list[int]:
+        """Sources never crawled again: retired or removed (a plan gives them no budget)."""
+        if not (self.retired_count or self.removed_count):
+            return []
+        return [i for i, status in enumerate(self.sources) if status.retired or status.removed]
+
+    def source_blocked(self, source: int, now: float, recheck: float) -> None:
+        """robots.txt forbids ``source``: ask again after ``recheck`` seconds (robots.txt
+        changes), without counting a failure."""
+        self.sources[source].robots_blocked += 1
+        self._last_crawl[source] = now + recheck
 
     @property
     def retired_sources(self) -> int:

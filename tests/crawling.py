@@ -20,19 +20,31 @@ class CrawlRun:
     log: str
 
 
-def crawl_command(stats_out: Path, settings: dict[str, Any]) -> list[str]:
-    command = [sys.executable, "-m", "scrapy", "crawl", "monitor", "-a", f"stats_out={stats_out}"]
+def crawl_command(
+    stats_out: Path, settings: dict[str, Any], spider: str = "monitor", **args: str
+) -> list[str]:
+    command = [sys.executable, "-m", "scrapy", "crawl", spider, "-a", f"stats_out={stats_out}"]
+    for name, value in args.items():
+        command += ["-a", f"{name}={value}"]
     for name, value in settings.items():
         text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
         command += ["-s", f"{name}={text}"]
     return command
 
 
-def crawl(tmp_path: Path, settings: dict[str, Any], *, timeout: float = 120) -> CrawlRun:
-    """``scrapy crawl monitor`` with ``settings`` (``-s``); its stats and log."""
+def crawl(
+    tmp_path: Path,
+    settings: dict[str, Any],
+    *,
+    timeout: float = 120,
+    spider: str = "monitor",
+    **args: str,
+) -> CrawlRun:
+    """``scrapy crawl <spider>`` with ``settings`` (``-s``) and spider ``args`` (``-a``); its
+    stats and log."""
     stats_out = tmp_path / f"stats-{len(list(tmp_path.glob('stats-*')))}.json"
     result = subprocess.run(
-        crawl_command(stats_out, settings),
+        crawl_command(stats_out, settings, spider, **args),
         cwd=PROJECT,
         env=crawl_env(),
         capture_output=True,

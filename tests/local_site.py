@@ -30,14 +30,28 @@ class Section:
 
 
 class LocalNewsSite:
-    def __init__(self, sections: dict[str, Section]) -> None:
+    """``host``: the loopback address it binds (each is its own download slot); ``disallow``:
+    path prefixes its robots.txt disallows; ``dies_after``: seconds after which it answers
+    every request with 503."""
+
+    def __init__(
+        self,
+        sections: dict[str, Section],
+        *,
+        host: str = "127.0.0.1",
+        disallow: tuple[str, ...] = (),
+        dies_after: float | None = None,
+    ) -> None:
         self.sections = sections
+        self.host = host
+        self.disallow = disallow
+        self.dies_after = dies_after
         self.started = time.time()
         self.hits: Counter[str] = Counter()
         self.hit_log: list[tuple[float, str]] = []  # (time, path) of every request
         self.first_fetch: dict[str, float] = {}
         self.lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = ThreadingHTTPServer((host, 0), _handler(self))
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self._threads: list[threading.Thread] = []
@@ -45,7 +59,7 @@ class LocalNewsSite:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def hub_url(self, name: str) -> str:
         return f"{self.url}/s/{name}/"
@@ -98,22 +112,41 @@ class LocalNewsSite:
         last = time.time()
         while not self._stop.wait(every):
             now = time.time()
-            rows = []
-            with self.lock:
-                fetched = list(self.first_fetch.items())
-            for path, fetched_at in fetched:
-                name, index = _parse_article(path)
-                spec = self.sections[name]
-                born = self.published_at(name, index)
-                a1, a2 = max(last, fetched_at) - born, now - born
-                if a2 <= a1:
-                    continue
-                clicks = spec.profit * (math.exp(-spec.decay * a1) - math.exp(-spec.decay * a2))
-                if clicks > 1e-9:
-                    rows.append({"url": self.url + path, "ts": now, "clicks": clicks})
+            rows = self.click_rows(last, now)
             with open(feed, "a", encoding="utf-8") as handle:
                 handle.writelines(json.dumps(row) + "\n" for row in rows)
             last = now
+
+    def click_rows(self, last: float, now: float) -> list[dict[str, object]]:
+        """Click rows for the clicks fetched articles got between ``last`` and ``now``."""
+        rows = []
+        with self.lock:
+            fetched = list(self.first_fetch.items())
+        for path, fetched_at in fetched:
+            name, index = _parse_article(path)
+            spec = self.sections[name]
+            born = self.published_at(name, index)
+            a1, a2 = max(last, fetched_at) - born, now - born
+            if a2 <= a1:
+                continue
+            clicks = spec.profit * (math.exp(-spec.decay * a1) - math.exp(-spec.decay * a2))
+            if clicks > 1e-9:
+                rows.append({"url": self.url + path, "ts": now, "clicks": clicks})
+        return rows
+
+    def profit_caught(self, since: float, until: float) -> float:
+        """What the fetched articles published in ``[since, until)`` were still worth when
+        first fetched: each ``profit e^{-decay (fetched - published)}``."""
+        total = 0.0
+        with self.lock:
+            fetched = list(self.first_fetch.items())
+        for path, fetched_at in fetched:
+            name, index = _parse_article(path)
+            spec = self.sections[name]
+            born = self.published_at(name, index)
+            if since <= born < until:
+                total += spec.profit * math.exp(-spec.decay * max(0.0, fetched_at - born))
+        return total
 
 
 _ARTICLE = re.compile(r"^/a/([\w-]+)/(\d+)\.html$")
@@ -137,7 +170,13 @@ def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
                 site.hits[path] += 1
                 site.hit_log.append((time.time(), path))
             hub, article = _HUB.match(path), _ARTICLE.match(path)
-            if path == "/":
+            dead = site.dies_after is not None and time.time() - site.started >= site.dies_after
+            if dead:
+                self._send(503, "<html><body>down</body></html>")
+            elif path == "/robots.txt":
+                rules = "".join(f"Disallow: {prefix}\n" for prefix in site.disallow)
+                self._send(200, f"User-agent: *\n{rules}", content_type="text/plain")
+            elif path == "/":
                 self._front()
             elif hub and hub.group(1) in site.sections:
                 self._hub(hub.group(1))
@@ -187,10 +226,16 @@ def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
                 f'<a href="/s/{name}/">back</a></body></html>',
             )
 
-        def _send(self, status: int, body: str, etag: str | None = None) -> None:
+        def _send(
+            self,
+            status: int,
+            body: str,
+            etag: str | None = None,
+            content_type: str = "text/html; charset=utf-8",
+        ) -> None:
             data = body.encode()
             self.send_response(status)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             if etag:
                 self.send_header("ETag", etag)

@@ -16,20 +16,26 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
 
 from scrapy_echo.core.events import (
     ClicksArrived,
     Event,
     PageFetched,
     SourceAdded,
+    SourceBlocked,
     SourceFailed,
     SourceFetched,
     SourceNotModified,
+    SourceRemoved,
 )
 from scrapy_echo.identity import fold_scheme
+from scrapy_echo.model.limits import ScheduleLimits
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Decision, Policy
 from scrapy_echo.state import CrawlState, StateConfig, fingerprint
@@ -75,6 +81,8 @@ class CrawlCore:
         self.policy = policy
         self.state = CrawlState(config) if state is None else state
         self.solves = 0
+        self._host_of: list[int] = []  # per source, its host's index in _hosts
+        self._hosts: dict[str, int] = {}
 
     # -- observations ----------------------------------------------------------------------
     def apply(self, event: Event) -> list[NewPage]:
@@ -113,6 +121,12 @@ class CrawlCore:
         elif isinstance(event, SourceAdded):
             if state.revive(source):
                 logger.info("ECHO source %s added again: crawled again", event.url)
+        elif isinstance(event, SourceRemoved):
+            if state.remove(source):
+                logger.info("ECHO source %s removed: no longer crawled", event.url)
+        elif isinstance(event, SourceBlocked):
+            # robots.txt changes rarely; ask again as a source backing off to the full would.
+            state.source_blocked(source, event.t, self.config.failure_backoff_max)
         else:
             raise TypeError(f"not an event: {event!r:.80}")
         return []
@@ -145,13 +159,18 @@ class CrawlCore:
         urls = [url for url, _ in event.links] if event.links else []
         if math.isnan(state.started):
             state.started = event.t
-        # On a source's first crawl its links are only recorded, except those it says were
-        # published since this crawl began: a sitemap found mid-crawl lists them too.
-        fresh = (
-            {url for url, stated in event.links if stated is not None and stated >= state.started}
-            if status.crawls == 0 and event.links
-            else None
-        )
+        # On a source's first crawl its links are only recorded (ECHO_BACKLOG = "skip", the
+        # paper), except those it says were published since this crawl began (a sitemap found
+        # mid-crawl lists them too); with "crawl" they are all pages to fetch.
+        first = status.crawls == 0
+        if not first or not event.links:
+            fresh = None
+        elif self.config.backlog == "crawl":  # what it lists already: pages to fetch too
+            fresh = set(urls)
+        else:
+            fresh = {
+                url for url, stated in event.links if stated is not None and stated >= state.started
+            }
         found = state.source_crawled(source, event.t, urls, fresh)
         if not found:
             return []
@@ -166,9 +185,30 @@ class CrawlCore:
                 continue
             new.discard(url)  # a link listed twice is one page
             fits = stated is not None and start <= stated <= fetched
+            if first and stated is not None:  # a backlog page: as old as it says
+                fits = stated <= fetched
             appeared = stated if fits and stated is not None else midpoint
             pages.append(NewPage(url, source, status.url, appeared, window, fetched))
         return pages
+
+    def limits(self, capacity: Callable[[str], float] | None = None) -> ScheduleLimits:
+        """The plan's limits past the budget: each source's host (the host name of its URL:
+        Scrapy's download slot) and that host's ``capacity``, and the configured interval
+        bounds."""
+        sources = self.state.sources
+        while len(self._host_of) < len(sources):
+            host = urlsplit(sources[len(self._host_of)].url).hostname or ""
+            self._host_of.append(self._hosts.setdefault(host, len(self._hosts)))
+        rates = np.full(max(1, len(self._hosts)), math.inf)
+        if capacity is not None:
+            for host, index in self._hosts.items():
+                rates[index] = capacity(host)
+        return ScheduleLimits(
+            np.array(self._host_of, dtype=np.intp),
+            rates,
+            self.config.min_interval,
+            self.config.max_interval,
+        )
 
     # -- decisions ---------------------------------------------------------------------------
     def queue(self, page: NewPage, payload: Hashable) -> None:
@@ -181,13 +221,17 @@ class CrawlCore:
         """What the policy fetches next: a source, or a source's newest waiting page."""
         return self.policy.choose(now, self.state.last_crawl, self.state.frontier)
 
-    def replan(self, now: float, budget: float) -> Plan:
-        """Fresh estimates and a fresh schedule under ``budget`` (pages/s); a history sample."""
+    def replan(
+        self, now: float, budget: float, capacity: Callable[[str], float] | None = None
+    ) -> Plan:
+        """Fresh estimates and a fresh schedule under ``budget`` (pages/s), and under
+        ``capacity(host)`` requests/s per host if given; a history sample."""
+        self.policy.limits = self.limits(capacity)
         estimates = self.state.learner.estimates(now)
-        if self.state.retired_count:  # never crawled again: no share of the budget either
-            retired = [i for i, status in enumerate(self.state.sources) if status.retired]
+        off = self.state.off_schedule()
+        if off:  # retired or removed: never crawled again, no share of the budget either
             link_rate = estimates.link_rate.copy()
-            link_rate[retired] = 0.0
+            link_rate[off] = 0.0
             estimates = replace(estimates, link_rate=link_rate)
         plan = self.policy.replan(estimates, budget)
         self.solves += 1

@@ -16,10 +16,12 @@ crawl      ``url``, ``t`` (fetch time), ``links`` (``[[url, published or null], 
            ``etag``, ``lm`` (``Last-Modified``; both may be null)
 304        ``url``, ``t``
 fail       ``url``, ``t``, ``why``
+blocked    ``url``, ``t`` (robots.txt forbids the source: no request was sent)
 page       ``url`` (the page), ``source`` (its source's URL), ``appeared``, ``t``,
            ``aliases`` (``[url, ...]``, optional: the page's other URLs)
 clicks     ``rows`` (``[[url, ts, clicks], ...]``, checked as click-feed rows by the receiver)
 source     ``url`` (a source to add)
+remove     ``url`` (a source to stop crawling)
 ========== ==================================================================================
 """
 
@@ -74,7 +76,22 @@ class PageFetched:
 
 
 @dataclass(frozen=True)
+class SourceBlocked:
+    """robots.txt forbids crawling the source: nothing was sent, nothing failed."""
+
+    url: str
+    t: float
+
+
+@dataclass(frozen=True)
 class SourceAdded:
+    url: str
+
+
+@dataclass(frozen=True)
+class SourceRemoved:
+    """Stop crawling a source (its links stay seen; adding it again brings it back)."""
+
     url: str
 
 
@@ -86,7 +103,16 @@ class ClicksArrived:
     rows: tuple[Any, ...]
 
 
-Event = SourceFetched | SourceNotModified | SourceFailed | PageFetched | SourceAdded | ClicksArrived
+Event = (
+    SourceFetched
+    | SourceNotModified
+    | SourceFailed
+    | SourceBlocked
+    | PageFetched
+    | SourceAdded
+    | SourceRemoved
+    | ClicksArrived
+)
 
 
 class InvalidEvent(ValueError):
@@ -111,8 +137,12 @@ def to_json(event: Event) -> dict[str, Any]:
         return {"e": "page", "url": event.url, "source": event.source,
                 "appeared": event.appeared, "t": event.t,
                 "aliases": list(event.aliases)}  # fmt: skip
+    if isinstance(event, SourceBlocked):
+        return {"e": "blocked", "url": event.url, "t": event.t}
     if isinstance(event, SourceAdded):
         return {"e": "source", "url": event.url}
+    if isinstance(event, SourceRemoved):
+        return {"e": "remove", "url": event.url}
     return {"e": "clicks", "rows": list(event.rows)}
 
 
@@ -148,8 +178,12 @@ def from_json(raw: Any) -> Event:
             _time(raw.get("t"), "t"),
             _aliases(raw.get("aliases", [])),
         )
+    if kind == "blocked":
+        return SourceBlocked(_url(raw.get("url"), "url"), _time(raw.get("t"), "t"))
     if kind == "source":
         return SourceAdded(_url(raw.get("url"), "url"))
+    if kind == "remove":
+        return SourceRemoved(_url(raw.get("url"), "url"))
     if kind == "clicks":
         if not isinstance(raw.get("rows"), list):
             raise InvalidEvent("bad_field", "rows must be a list")

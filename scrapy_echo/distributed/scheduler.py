@@ -118,7 +118,9 @@ class DistributedScheduler(EchoComponent):
         return self.local.decode(payload)
 
     def next_echo_request(self, now: float, *, count: bool = True) -> Request | None:
-        return self.local.next_echo_request(now, count=count)
+        # The planner queues for the whole fleet: each worker's downloader keeps its own
+        # politeness, which this process's slots do not show.
+        return self.local.next_echo_request(now, count=count, polite=False)
 
     def open(self, spider: Spider) -> None:
         self.local.attach(spider)

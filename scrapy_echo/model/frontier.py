@@ -60,6 +60,7 @@ class Frontier:
         self.count: IntArray = np.zeros(sources, dtype=np.intp)
         self._size = 0
         self._waiting: IntArray | None = None  # cache: sources with pages, until one changes
+        self._hidden: NDArray[np.bool_] | None = None  # see hide()
 
     def __len__(self) -> int:
         return self._size
@@ -117,10 +118,23 @@ class Frontier:
         return len(queue)
 
     def waiting_sources(self) -> IntArray:
-        """Indices of the sources that have at least one page waiting (do not modify)."""
+        """Indices of the sources that have at least one page waiting and are not hidden
+        (do not modify)."""
         if self._waiting is None:
-            self._waiting = np.flatnonzero(self.count)
+            waiting = np.flatnonzero(self.count)
+            hidden = self._hidden
+            if hidden is not None:
+                waiting = waiting[~hidden[waiting]]
+            self._waiting = waiting
         return self._waiting
+
+    def hide(self, hidden: NDArray[np.bool_] | None) -> None:
+        """Leave out the sources where ``hidden`` is true from :meth:`waiting_sources` until
+        ``hide(None)``: the live scheduler hides sources whose download slot is busy."""
+        if hidden is not None and hidden.size < self.count.size:
+            hidden = np.concatenate([hidden, np.zeros(self.count.size - hidden.size, bool)])
+        self._hidden = hidden
+        self._waiting = None
 
     def pages(self) -> list[WaitingPage]:
         """Every waiting page (for persistence), in no particular order."""

@@ -42,7 +42,9 @@ from numpy.typing import NDArray
 
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.frontier import Frontier
+from scrapy_echo.model.limits import ScheduleLimits, solve_with_limits
 from scrapy_echo.model.plan import Estimates, Plan
+from scrapy_echo.model.schedule import IntervalSolution
 from scrapy_echo.model.solver import solve_intervals
 
 
@@ -59,6 +61,9 @@ class Policy(ABC):
 
     name: ClassVar[str]
     uses_solver: ClassVar[bool] = True
+    # Whether the plan honours ``limits`` (per-host capacity, interval bounds): an
+    # improvement past the paper, so echo-newpages' alone.
+    uses_limits: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         self.seed = seed
@@ -69,22 +74,33 @@ class Policy(ABC):
         self.plan = Plan.empty()
         self._all_crawled = -1  # size of last_crawl when no NaN was left in it
         self._quiet: tuple[Plan | None, int, float] = (None, 0, 0.0)  # see _due_source
+        self.limits: ScheduleLimits | None = None  # set by the driver before a replan
 
     def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
         """Make a new plan from fresh estimates and the crawl budget (pages/s)."""
         if self.uses_solver and len(estimates):
-            sol = solve_intervals(
-                estimates.link_rate,
-                estimates.profit,
-                estimates.decay,
-                crawl_rate,
-                repair_solves=self.repair_solves,
-            )
+            sol = self._solve(estimates, crawl_rate)
             self.plan = Plan(estimates, sol.intervals, sol.omega, sol.kept)
         else:
             n = len(estimates)
             self.plan = Plan(estimates, np.full(n, np.inf), 0.0, np.zeros(n, bool))
         return self.plan
+
+    def forget_quiet(self) -> None:
+        """Forget the earliest due time remembered by :meth:`_due_source` (the crawl times it
+        was computed from were not the real ones: the live scheduler masks busy hosts)."""
+        self._quiet = (None, 0, 0.0)
+
+    def _solve(self, estimates: Estimates, crawl_rate: float) -> IntervalSolution:
+        def single_budget(
+            lam: FloatArray, prof: FloatArray, mu: FloatArray, budget: float
+        ) -> IntervalSolution:
+            return solve_intervals(lam, prof, mu, budget, repair_solves=self.repair_solves)
+
+        args = (estimates.link_rate, estimates.profit, estimates.decay, crawl_rate)
+        if self.uses_limits and self.limits is not None:
+            return solve_with_limits(*args, self.limits, solve=single_budget)
+        return single_budget(*args)
 
     @abstractmethod
     def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
@@ -216,8 +232,20 @@ class EchoNewPages(EchoPaper):
     issues after the first build add theirs here, never to :class:`EchoPaper`)."""
 
     name = "echo-newpages"
+    uses_limits = True
 
     def _early_recrawl(self, now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
+        limits = self.limits
+        if limits is not None and limits.min_interval > 0:
+            # A source crawled less than the minimum interval ago is not crawled early either.
+            recent = now - last_crawl < limits.min_interval
+            if recent.any():
+                last_crawl = np.where(recent, np.maximum(last_crawl, now), last_crawl)
+        return self._early_recrawl_unbounded(now, last_crawl, plan)
+
+    def _early_recrawl_unbounded(
+        self, now: float, last_crawl: FloatArray, plan: Plan
+    ) -> tuple[int, float]:
         # A source backing off after failures, or retired, has its crawl time in the future.
         # V(τ) at a negative τ grows without bound (g(x) for x < 0), so the reference policy
         # recrawls exactly those sources first whenever nothing is due; here they count 0.

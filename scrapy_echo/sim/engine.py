@@ -51,6 +51,9 @@ class SimSettings:
     failure_backoff: float = 60.0  # (sources never fail in a replay)
     failure_backoff_max: float = 6 * 3600.0
     source_max_failures: int = 10
+    backlog: str = "skip"  # a replay starts with empty sources: nothing listed is old
+    min_interval: float = 0.0  # seconds; bounds of every source's interval (echo-newpages)
+    max_interval: float = math.inf
     # True: the click log has every click of a crawled page, also those before the crawl
     # (site analytics). False: only clicks after the crawl (a search engine's own log: a page
     # it has not indexed gets no clicks from it).

@@ -1,0 +1,133 @@
+"""What Scrapy's downloader lets through, per download slot: which slots are free now, and how
+many requests per second each host takes (the plan's per-host capacity).
+
+Scrapy keeps politeness in the downloader: one slot per host (or IP with
+``CONCURRENT_REQUESTS_PER_IP``, or ``meta["download_slot"]``), each with a concurrency and a
+delay (``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``, AutoThrottle's adjustments). A request handed
+to the engine for a busy slot waits in that slot's queue and still counts against
+``CONCURRENT_REQUESTS``: a burst of one host's pages fills the downloader and stalls every
+other host. The scheduler asks :meth:`Politeness.wait` before handing a request over.
+
+The downloader's own state lags by a moment (a request handed over reaches its slot only
+after the downloader middlewares ran), so requests handed over and not yet seen in a slot are
+counted here too (:meth:`handed`, cleared by ``request_reached_downloader``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict, deque
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy import signals
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+# A request handed over that has not reached its slot after this long was dropped on the way
+# (a downloader middleware answered it, or filtered it): it no longer occupies the slot.
+_IN_TRANSIT = 2.0
+# How long to wait for a slot full of transfers: its next response wakes the engine anyway.
+_BUSY_NAP = 0.1
+
+
+class Politeness:
+    """Free and busy download slots, read from the crawler's downloader."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        settings = crawler.settings
+        self.per_ip = settings.getint("CONCURRENT_REQUESTS_PER_IP") > 0
+        self.concurrency = settings.getint("CONCURRENT_REQUESTS_PER_IP") or settings.getint(
+            "CONCURRENT_REQUESTS_PER_DOMAIN"
+        )
+        delay = settings.getfloat("DOWNLOAD_DELAY")
+        if settings.getbool("AUTOTHROTTLE_ENABLED"):
+            # AutoThrottle starts new slots here and never goes below DOWNLOAD_DELAY.
+            delay = max(delay, settings.getfloat("AUTOTHROTTLE_START_DELAY"))
+        self.delay = delay
+        self.slot_settings: dict[str, dict[str, Any]] = settings.getdict("DOWNLOAD_SLOTS")
+        self._in_transit: defaultdict[str, deque[float]] = defaultdict(deque)
+        self._last_handed: dict[str, float] = {}
+        crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
+
+    # -- slots --------------------------------------------------------------------------------
+    def slot_key(self, request: Request) -> str:
+        """The download slot ``request`` will take (the downloader's own rule)."""
+        downloader = self._downloader()
+        if downloader is not None:
+            return str(downloader.get_slot_key(request))
+        slot = request.meta.get("download_slot")
+        return str(slot) if slot is not None else (urlsplit(request.url).hostname or "")
+
+    def host_key(self, url: str) -> str:
+        """The slot key of a plain request for ``url`` (a source's slot)."""
+        return urlsplit(url).hostname or ""
+
+    def wait(self, key: str) -> float:
+        """Seconds until slot ``key`` can start one more download (0: free now)."""
+        now = time.monotonic()
+        transit = self._in_transit.get(key)
+        while transit and transit[0] < now - _IN_TRANSIT:
+            transit.popleft()
+        pending = len(transit) if transit else 0
+        slot = self._slots().get(key)
+        delay = slot.delay if slot is not None else self.slot_delay(key)
+        last = self._last_handed.get(key, -math.inf)
+        if slot is not None:
+            if slot.queue:  # something is already waiting for this slot
+                return max(delay, _BUSY_NAP)
+            last = max(last, slot.lastseen)
+            busy = len(slot.transferring) + pending >= slot.concurrency
+        else:
+            busy = pending >= self.slot_concurrency(key)
+        if delay > 0:
+            if pending:  # a request on its way will take the next turn
+                return delay
+            return max(0.0, last + delay - now)
+        return _BUSY_NAP if busy else 0.0
+
+    def handed(self, key: str) -> None:
+        """A request for slot ``key`` was handed to the engine."""
+        now = time.monotonic()
+        self._in_transit[key].append(now)
+        self._last_handed[key] = now
+
+    # -- capacity --------------------------------------------------------------------------
+    def capacity(self, host: str) -> float:
+        """Requests per second slot ``host`` takes at most: ``1/delay`` (its current delay
+        when the downloader has the slot, AutoThrottle's included), ``inf`` without a delay
+        (then concurrency and the server's speed bound it, which the crawl budget covers)."""
+        slot = self._slots().get(host)
+        delay = slot.delay if slot is not None else self.slot_delay(host)
+        return 1.0 / delay if delay > 0 else math.inf
+
+    def slot_delay(self, key: str) -> float:
+        return float(self.slot_settings.get(key, {}).get("delay", self.delay))
+
+    def slot_concurrency(self, key: str) -> int:
+        return int(self.slot_settings.get(key, {}).get("concurrency", self.concurrency))
+
+    # -- internals -------------------------------------------------------------------------
+    def _reached(self, request: Request, **_: Any) -> None:
+        key = request.meta.get("download_slot")
+        transit = self._in_transit.get(str(key)) if key is not None else None
+        if transit:
+            transit.popleft()
+
+    def _downloader(self) -> Any:
+        try:
+            engine = getattr(self.crawler, "engine", None)
+        except RuntimeError:  # Scrapy 2.13+: "not set yet" before the crawl starts
+            return None
+        return getattr(engine, "downloader", None)
+
+    def _slots(self) -> dict[str, Any]:
+        slots = getattr(self._downloader(), "slots", None)
+        return slots if isinstance(slots, dict) else {}
+
+
+__all__ = ["Politeness"]
