@@ -95,6 +95,7 @@ class EchoScheduler(EchoComponent):
         self._host_keys: list[str] = []
         self._host_ids: dict[str, int] = {}
         self._soonest_free = math.inf  # seconds until a busy slot frees, seen this call
+        self._blocked: np.ndarray | None = None  # sources on busy slots, seen this call
 
     # -- BaseScheduler ---------------------------------------------------------------------
     def attach(self, spider: Spider) -> None:
@@ -200,7 +201,7 @@ class EchoScheduler(EchoComponent):
         if now < self._next_slot:
             self._wake_at(self._next_slot - now)
             return None
-        self._soonest_free = math.inf
+        self._soonest_free, self._blocked = math.inf, None
         request = self._pick(now)
         if request is None:
             self._wake_at(min(self._nap(now), self._soonest_free))
@@ -280,7 +281,7 @@ class EchoScheduler(EchoComponent):
         the policy chooses among the sources whose slot is free, and a choice that lands on a
         busy slot anyway (a page on another host than its source) is put back."""
         polite = polite and self.runtime.config.politeness
-        blocked = self._busy_sources() if polite else None
+        blocked = self._blocked = self._busy_sources() if polite else None
         for _ in range(_MAX_TRIES):
             decision = self._choose(now, blocked)
             if decision is None:
@@ -298,14 +299,14 @@ class EchoScheduler(EchoComponent):
                     self.state.frontier.push(
                         source, request, appeared=waiting.appeared, discovered=waiting.discovered
                     )
-                    blocked = self._set_aside(blocked, source)
+                    blocked = self._blocked = self._set_aside(blocked, source)
                     continue
                 if count:
                     self.inc_stat("echo/scheduler/dequeued/page")
                 return request
             request = self._source_request(source)
             if polite and not self._slot_free(self.politeness.slot_key(request)):
-                blocked = self._set_aside(blocked, source)  # (a first crawl: never set aside)
+                blocked = self._blocked = self._set_aside(blocked, source)
                 continue
             self.state.source_dispatched(source, now)
             if count:
@@ -315,18 +316,17 @@ class EchoScheduler(EchoComponent):
 
     def _choose(self, now: float, blocked: np.ndarray | None) -> Any:
         """The policy's decision among the sources not ``blocked``: their pages are hidden
-        and they look just crawled (never-crawled ones stay visible: a first crawl is worth
-        a try, and it is checked like any choice)."""
+        and they look just crawled."""
         policy, frontier, last = self.runtime.policy, self.state.frontier, self.state.last_crawl
         if blocked is None or not blocked.any():
             return policy.choose(now, last, frontier)
-        masked = np.where(blocked & ~np.isnan(last), now, last)
+        masked = np.where(blocked, now, last)
         frontier.hide(blocked)
         try:
             return policy.choose(now, masked, frontier)
         finally:
             frontier.hide(None)
-            policy.forget_quiet()  # its due-time cache saw the masked crawl times
+            policy.forget_quiet()  # its caches saw the masked crawl times
 
     def _busy_sources(self) -> np.ndarray | None:
         """Per source, whether its URL's download slot is busy; ``None`` when none is."""
@@ -376,12 +376,19 @@ class EchoScheduler(EchoComponent):
         )
 
     def _nap(self, now: float) -> float:
-        """Seconds until a source is due under the current plan (at most ``_MAX_NAP``)."""
+        """Seconds until a source is due under the current plan (at most ``_MAX_NAP``);
+        sources on busy download slots wait for their slot (``_soonest_free``) instead."""
         plan = self.runtime.policy.plan
         last = self.state.last_crawl
         if len(plan) != last.size or not last.size:
             return _MAX_NAP
-        due = float(min(_MAX_NAP, max(0.0, (last + plan.intervals).min() - now)))
+        due_at = last + plan.intervals
+        blocked = self._blocked
+        if blocked is not None:
+            due_at[blocked[: due_at.size]] = math.inf
+        with np.errstate(invalid="ignore"):
+            soonest = float(np.nanmin(due_at, initial=math.inf))  # (never-crawled: NaN)
+        due = min(_MAX_NAP, max(0.0, soonest - now))
         return due if math.isfinite(due) else _MAX_NAP
 
     def _wake_at(self, delay: float) -> None:

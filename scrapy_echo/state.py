@@ -201,20 +201,22 @@ class CrawlState:
         self, source: int, fetched: float, links: list[str], fresh: set[str] | None = None
     ) -> list[str]:
         """Record a crawl of ``source`` that showed ``links`` (clean URLs); returns the new
-        ones: those whose key no source showed before, nor names a fetched page. The first
-        crawl of a source only records what is there, but for the ``fresh`` links."""
+        ones: those whose key no source showed before, nor names a fetched page or a source.
+        The first crawl of a source only records what is there, but for the ``fresh``
+        links."""
         status = self.sources[source]
         first = status.crawls == 0
         fetched = self._fetch_time(status, fetched)
         new = []
-        seen = self.seen
+        seen, sources = self.seen, self.source_ids
         for link in links:
             key = fold_scheme(link)
             mark = fingerprint(key)
             if mark in seen or (key is not link and fingerprint(link) in seen):
                 continue  # (the second test: earlier builds stored http links unfolded)
             seen.add(mark)
-            new.append(link)
+            if key not in sources:  # a link to another source (navigation) is not a page
+                new.append(link)
         if first:
             new = [link for link in new if link in fresh] if fresh else []
         status.new_links += len(new)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import scrapy
 from scrapy import Request
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, XmlResponse
 from scrapy.utils.test import get_crawler
 
@@ -124,7 +124,7 @@ def test_an_unreadable_source_is_counted_each_time_and_logged_once(caplog) -> No
 
 
 def test_source_response_yields_only_new_pages_with_midpoint_appearance() -> None:
-    crawler, runtime, _ = setup()
+    crawler, runtime, _ = setup(ECHO_BACKLOG="skip")
     source = runtime.state.add_source("http://news.test/")
     mw = EchoSpiderMiddleware.from_crawler(crawler)
 
@@ -218,10 +218,36 @@ def test_page_found_signal_for_each_new_page() -> None:
         request = source_request(source)
         request.meta["echo"]["fetched"] = at
         mw.handle_response(hub(request, links))
+    # ECHO_BACKLOG = "crawl" (the default): what the first crawl listed is a page too.
     assert found == [
+        ("http://news.test/a", "http://news.test/"),
         ("http://news.test/b", "http://news.test/"),
         ("http://news.test/c", "http://news.test/"),
     ]
+
+
+@pytest.mark.parametrize("backlog", ["crawl", "skip"])
+def test_backlog_setting_decides_what_a_first_crawl_yields(backlog: str) -> None:
+    crawler, runtime, _ = setup(ECHO_BACKLOG=backlog)
+    source = runtime.state.add_source("http://news.test/")
+    runtime.state.add_source("http://news.test/world/")
+    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    request = source_request(source)
+    request.meta["echo"]["fetched"] = 100.0
+    # An article, and a link to another source (navigation): never a page.
+    first = mw.handle_response(hub(request, ["/a", "/world/"]))
+    assert [r.url for r in first] == (["http://news.test/a"] if backlog == "crawl" else [])
+    if first:  # a backlog page with no stated time: as if it appeared at the first crawl
+        assert first[0].meta["echo"]["appeared"] == 100.0
+
+
+def test_bad_backlog_setting_is_refused() -> None:
+    from scrapy.settings import Settings
+
+    from scrapy_echo.settings import EchoConfig
+
+    with pytest.raises(NotConfigured, match="ECHO_BACKLOG"):
+        EchoConfig.from_settings(Settings({"ECHO_BACKLOG": "all"}))
 
 
 def test_page_callback_setting_and_a_clear_error_when_it_names_no_method() -> None:

@@ -87,9 +87,11 @@ class Policy(ABC):
         return self.plan
 
     def forget_quiet(self) -> None:
-        """Forget the earliest due time remembered by :meth:`_due_source` (the crawl times it
-        was computed from were not the real ones: the live scheduler masks busy hosts)."""
+        """Forget what :meth:`_due_source` and :meth:`_first_crawl` remember between calls
+        (the earliest due time; that every source was crawled): the crawl times they saw
+        were not the real ones (the live scheduler masks sources on busy hosts)."""
         self._quiet = (None, 0, 0.0)
+        self._all_crawled = -1
 
     def _solve(self, estimates: Estimates, crawl_rate: float) -> IntervalSolution:
         def single_budget(
