@@ -14,7 +14,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy_echo.core.crawl import CrawlCore, NewPage
-from scrapy_echo.core.events import ClicksArrived, Event, SourceFailed
+from scrapy_echo.core.events import (
+    ClicksArrived,
+    Event,
+    SourceAdded,
+    SourceFailed,
+    SourceRemoved,
+)
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Policy, make_policy
 from scrapy_echo.settings import EchoConfig
@@ -196,6 +202,41 @@ class EchoRuntime:
                     spider=self.crawler.spider,
                 )
         return pages
+
+    # -- sources while the crawl runs -----------------------------------------------------------
+    def add_source(self, url: str) -> None:
+        """Crawl ``url`` as a source from now on (a retired or removed one comes back);
+        ``ValueError`` if it is not an absolute http(s) URL."""
+        self.observe(SourceAdded(self._checked_source(url)))
+
+    def remove_source(self, url: str) -> None:
+        """Stop crawling source ``url`` (its waiting pages are dropped)."""
+        self.observe(SourceRemoved(self._checked_source(url)))
+
+    def sources(self) -> list[dict[str, Any]]:
+        """Every source this process knows, with its status (``active``, ``retired``,
+        ``removed``) and counters."""
+        return [
+            {
+                "url": status.url,
+                "status": "removed"
+                if status.removed
+                else "retired"
+                if status.retired
+                else "active",
+                "crawls": status.crawls,
+                "new_links": status.new_links,
+                "failures": status.failures,
+                "robots_blocked": status.robots_blocked,
+            }
+            for status in self.state.sources
+        ]
+
+    @staticmethod
+    def _checked_source(url: str) -> str:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(f"source {url!r} must be an absolute http(s) URL")
+        return url
 
     def done(self, request: Request | None) -> None:
         """``request`` has been processed (its response, or its final failure)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from scrapy_echo.jobdir import Checkpointer
 from scrapy_echo.politeness import Politeness
 from scrapy_echo.runtime import EchoComponent, EchoRuntime
 from scrapy_echo.settings import read_sources
+from scrapy_echo.source_control import SourceChange, SourcesFile, take_commands
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -46,6 +48,8 @@ _MAX_NAP = 1.0
 _MAX_TRIES = 16
 # Plain requests looked at for one whose download slot is free.
 _PLAIN_SCAN = 32
+# Seconds between looks at the sources file and the JOBDIR's source commands.
+_SOURCES_POLL = 5.0
 
 
 def _source_seen(response: Response) -> list[Any]:
@@ -86,6 +90,10 @@ class EchoScheduler(EchoComponent):
         self._echo_served = 0
         self._wake_call: Any = None  # IDelayedCall
         self._checkpoint_loop: LoopingCall | None = None
+        self._sources_loop: LoopingCall | None = None
+        self._sources_file: SourcesFile | None = None
+        jobdir = crawler.settings.get("JOBDIR")
+        self._jobdir = Path(jobdir) if jobdir else None
         self.politeness = Politeness(crawler)
         if runtime.config.politeness:
             runtime.politeness = self.politeness
@@ -124,7 +132,13 @@ class EchoScheduler(EchoComponent):
             else "the measured throughput",
             ", resumed from JOBDIR" if restored else "",
         )
+        config = self.runtime.config
+        if config.sources_file is not None:
+            self._sources_file = SourcesFile(config.sources_file, config.sources)
+        self.poll_sources()  # commands left while the crawl was down
         self.runtime.replan()
+        self._sources_loop = LoopingCall(self.poll_sources)
+        self._sources_loop.start(_SOURCES_POLL, now=False)
         if self.checkpointer.enabled:
             self._checkpoint_loop = LoopingCall(self.checkpointer.save)
             self._checkpoint_loop.start(self.runtime.config.checkpoint_interval, now=False)
@@ -132,8 +146,9 @@ class EchoScheduler(EchoComponent):
     def close(self, reason: str) -> None:
         if self._wake_call is not None and self._wake_call.active():
             self._wake_call.cancel()
-        if self._checkpoint_loop is not None and self._checkpoint_loop.running:
-            self._checkpoint_loop.stop()
+        for loop in (self._checkpoint_loop, self._sources_loop):
+            if loop is not None and loop.running:
+                loop.stop()
         self.checkpointer.save()
         self.dupefilter.close(reason)
 
@@ -211,6 +226,35 @@ class EchoScheduler(EchoComponent):
         if rate is not None:
             self._next_slot = max(self._next_slot, now - _BURST_SECONDS) + 1.0 / rate
         return request
+
+    def poll_sources(self) -> None:
+        """Apply what changed in the sources file and the commands left in the JOBDIR
+        (:mod:`scrapy_echo.source_control`); a file that no longer reads is logged and
+        counted, and the sources stay as they were."""
+        events: list[SourceChange] = []
+        if self._sources_file is not None:
+            try:
+                events += self._sources_file.changes()
+            except ValueError as exc:
+                self.inc_stat("echo/sources/file_unreadable")
+                logger.error("ECHO sources file not re-read, sources unchanged: %s", exc)
+        if self._jobdir is not None:
+            taken = take_commands(self._jobdir)
+            events += taken.events
+            if taken.bad:
+                self.inc_stat("echo/sources/bad_commands", taken.bad)
+                logger.warning("ECHO skipped %d unreadable source commands", taken.bad)
+        for event in events:
+            for request in self.runtime.observe(event):
+                self.enqueue_request(request)
+        if events:
+            self.inc_stat("echo/sources/changes", len(events))
+            logger.info(
+                "ECHO sources changed while running: %s",
+                ", ".join(
+                    f"{type(e).__name__.removeprefix('Source').lower()} {e.url}" for e in events
+                ),
+            )
 
     def refund(self) -> None:
         """A request handed over was never sent (robots.txt forbade it): its budget slot
@@ -326,7 +370,7 @@ class EchoScheduler(EchoComponent):
             return policy.choose(now, masked, frontier)
         finally:
             frontier.hide(None)
-            policy.forget_quiet()  # its caches saw the masked crawl times
+            policy.crawl_times_changed()  # its caches saw the masked crawl times
 
     def _busy_sources(self) -> np.ndarray | None:
         """Per source, whether its URL's download slot is busy; ``None`` when none is."""

@@ -69,6 +69,7 @@ class EchoConfig:
     crawl_rate: float | None
     policy: str
     sources: tuple[str, ...]
+    sources_file: Path | None  # ECHO_SOURCES given as a file: re-read when it changes
     click_feed: Path | None
     resolve_interval: float
     click_push_period: float
@@ -123,6 +124,7 @@ class EchoConfig:
             crawl_rate=get.optional_number("ECHO_CRAWL_RATE"),
             policy=policy,
             sources=read_sources(settings.get("ECHO_SOURCES", DEFAULTS["ECHO_SOURCES"])),
+            sources_file=_sources_file(settings.get("ECHO_SOURCES", DEFAULTS["ECHO_SOURCES"])),
             click_feed=get.optional_path("ECHO_CLICK_FEED"),
             resolve_interval=get.number("ECHO_RESOLVE_INTERVAL"),
             click_push_period=get.number("ECHO_CLICK_PUSH_PERIOD"),
@@ -204,6 +206,12 @@ def read_sources(value: object) -> tuple[str, ...]:
             raise NotConfigured(f"{place}: source {url!r} must be an absolute http(s) URL")
         urls.append(url)
     return tuple(dict.fromkeys(urls))  # duplicates once, in order
+
+
+def _sources_file(value: object) -> Path | None:
+    if isinstance(value, (str, Path)) and _looks_like_path(str(value)):
+        return Path(value)
+    return None
 
 
 def _looks_like_path(value: str) -> bool:

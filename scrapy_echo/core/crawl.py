@@ -120,6 +120,7 @@ class CrawlCore:
                 )
         elif isinstance(event, SourceAdded):
             if state.revive(source):
+                self.policy.crawl_times_changed()  # due again: a crawl time went back
                 logger.info("ECHO source %s added again: crawled again", event.url)
         elif isinstance(event, SourceRemoved):
             if state.remove(source):

@@ -86,10 +86,11 @@ class Policy(ABC):
             self.plan = Plan(estimates, np.full(n, np.inf), 0.0, np.zeros(n, bool))
         return self.plan
 
-    def forget_quiet(self) -> None:
+    def crawl_times_changed(self) -> None:
         """Forget what :meth:`_due_source` and :meth:`_first_crawl` remember between calls
-        (the earliest due time; that every source was crawled): the crawl times they saw
-        were not the real ones (the live scheduler masks sources on busy hosts)."""
+        (the earliest due time; that every source was crawled). Both assume crawl times only
+        move forward: a revived source's goes back to never, and the live scheduler shows
+        masked times for sources on busy hosts."""
         self._quiet = (None, 0, 0.0)
         self._all_crawled = -1
 
@@ -251,9 +252,11 @@ class EchoNewPages(EchoPaper):
         # A source backing off after failures, or retired, has its crawl time in the future.
         # V(τ) at a negative τ grows without bound (g(x) for x < 0), so the reference policy
         # recrawls exactly those sources first whenever nothing is due; here they count 0.
-        # (Weighed again only when one of them won: this runs at most slots.)
-        best, value = _best_early_recrawl(now, last_crawl, plan)
-        if last_crawl[best] > now:
+        # (Weighed again only when one of them won: this runs at most slots. A source removed
+        # or retired since the plan was made overflows the first pass: that one is redone.)
+        with np.errstate(over="ignore", invalid="ignore"):
+            best, value = _best_early_recrawl(now, last_crawl, plan)
+        if last_crawl[best] > now or not np.isfinite(value):
             best, value = _best_early_recrawl(now, np.minimum(last_crawl, now), plan)
         return best, value
 
