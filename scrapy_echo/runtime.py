@@ -216,21 +216,7 @@ class EchoRuntime:
     def sources(self) -> list[dict[str, Any]]:
         """Every source this process knows, with its status (``active``, ``retired``,
         ``removed``) and counters."""
-        return [
-            {
-                "url": status.url,
-                "status": "removed"
-                if status.removed
-                else "retired"
-                if status.retired
-                else "active",
-                "crawls": status.crawls,
-                "new_links": status.new_links,
-                "failures": status.failures,
-                "robots_blocked": status.robots_blocked,
-            }
-            for status in self.state.sources
-        ]
+        return [status.summary() for status in self.state.sources]
 
     @staticmethod
     def _checked_source(url: str) -> str:

@@ -82,6 +82,17 @@ class SourceStatus:
     removed: bool = False  # removed by the user: not crawled until added again
     robots_blocked: int = 0  # crawls robots.txt forbade (nothing sent, nothing charged)
 
+    def summary(self) -> dict[str, Any]:
+        """What ``scrapy echo-sources list`` and :meth:`EchoRuntime.sources` show."""
+        return {
+            "url": self.url,
+            "status": "removed" if self.removed else "retired" if self.retired else "active",
+            "crawls": self.crawls,
+            "new_links": self.new_links,
+            "failures": self.failures,
+            "robots_blocked": self.robots_blocked,
+        }
+
 
 @dataclass
 class CrawlState:

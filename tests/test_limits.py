@@ -131,3 +131,48 @@ def test_a_host_with_no_capacity_gets_nothing() -> None:
 def test_bad_limits_are_refused(host, capacity, lo, hi, message) -> None:
     with pytest.raises(ValueError, match=message):
         ScheduleLimits(np.array(host, np.intp), np.array(capacity), lo, hi)
+
+
+def test_the_live_plan_knows_each_hosts_delay_and_the_interval_bounds() -> None:
+    """Through the Scrapy runtime: DOWNLOAD_SLOTS gives one host a 10 s delay (0.1
+    requests/s), the plan keeps that host within it; ECHO_MIN_INTERVAL and ECHO_MAX_INTERVAL
+    bound every interval."""
+    from tests.test_scheduler import make_scheduler
+
+    sources = [f"http://slow.test/{i}" for i in range(3)] + [
+        f"http://fast.test/{i}" for i in range(3)
+    ]
+    scheduler, clock = make_scheduler(
+        ECHO_SOURCES=sources,
+        ECHO_CRAWL_RATE=2.0,
+        ECHO_MIN_INTERVAL=5.0,
+        ECHO_MAX_INTERVAL=600.0,
+        DOWNLOAD_SLOTS={"slow.test": {"delay": 10.0}},
+    )
+    runtime = scheduler.runtime
+    learner = runtime.state.learner
+    for source in range(6):  # every source shows a new link every 100 s
+        for k in range(8):
+            learner.record_crawl(source, clock.now - 800 + 100 * k, 0 if k == 0 else 1)
+    plan = runtime.replan()
+    slow = np.arange(6) < 3
+    with np.errstate(divide="ignore"):
+        cost = 1 / plan.intervals + np.where(plan.kept, plan.estimates.link_rate, 0.0)
+    assert cost[slow].sum() <= 0.1 * (1 + 1e-6)
+    assert np.all(plan.intervals[plan.kept] >= 5.0) and np.all(plan.intervals <= 600.0)
+    assert cost[~slow].sum() > 0.1  # the other host is not held to the slow one's pace
+    scheduler.close("finished")
+
+
+def test_interval_bound_settings_are_checked() -> None:
+    from scrapy.exceptions import NotConfigured
+    from scrapy.settings import Settings
+
+    from scrapy_echo.settings import EchoConfig
+
+    config = EchoConfig.from_settings(Settings({"ECHO_MIN_INTERVAL": 60}))
+    assert config.min_interval == 60 and config.max_interval == math.inf
+    with pytest.raises(NotConfigured, match="ECHO_MAX_INTERVAL"):
+        EchoConfig.from_settings(Settings({"ECHO_MIN_INTERVAL": 60, "ECHO_MAX_INTERVAL": 30}))
+    with pytest.raises(NotConfigured, match="ECHO_MIN_INTERVAL"):
+        EchoConfig.from_settings(Settings({"ECHO_MIN_INTERVAL": -1}))

@@ -78,7 +78,7 @@ class Command(ScrapyCommand):
     def _list(self, opts: argparse.Namespace) -> None:
         assert self.settings is not None
         snapshot = saved_state.load(opts, self.settings)
-        rows = [_row(status) for status in snapshot["sources"]]
+        rows = [status.summary() for status in snapshot["sources"]]
         if opts.jobdir:
             from scrapy_echo.source_control import pending_commands
 
@@ -96,15 +96,3 @@ class Command(ScrapyCommand):
                 f"{row['status']:<16} {row.get('crawls', ''):>7} {row.get('new_links', ''):>10} "
                 f"{row.get('failures', ''):>9}  {row['url']}"
             )
-
-
-def _row(status: Any) -> dict[str, Any]:
-    state = "removed" if status.removed else "retired" if status.retired else "active"
-    return {
-        "url": status.url,
-        "status": state,
-        "crawls": status.crawls,
-        "new_links": status.new_links,
-        "failures": status.failures,
-        "robots_blocked": status.robots_blocked,
-    }

@@ -13,12 +13,12 @@ frees budget); repeat until no free host overspends. Each round is one single-bu
 hosts that bind are few, so a few rounds suffice.
 
 Interval bounds are settings a user imposes (``ECHO_MIN_INTERVAL``, ``ECHO_MAX_INTERVAL``): a
-source planned less often than every ``hi`` is fixed at ``hi`` with its new pages paid for
-(the user asked for it to be watched), and its cost comes off the budget before the rest are
-solved; a kept source planned more often than every ``lo`` is slowed to ``lo`` and the budget it
-frees goes to the others. Each bound alone is met exactly as above; together, a source fixed
-at ``hi`` early may stay there after ``ω`` has fallen, which costs a little optimality and
-never feasibility.
+source planned less often than every ``hi`` is fixed at ``hi`` (the user asked for it to be
+watched; its new pages are paid for only if the plan keeps it), and its recrawls come off the
+budget before the rest are solved again; a kept source planned more often than every ``lo`` is
+slowed to ``lo`` and the budget it frees goes to the others. Both bounds always hold; a source
+fixed at ``hi`` in an early round may stay there after ``ω`` has fallen, which costs a little
+optimality, never feasibility.
 """
 
 from __future__ import annotations
@@ -170,25 +170,29 @@ class _Rounds:
             "limited",
         )
 
+    def costs(self) -> FloatArray:
+        """Crawls per second of each source: its recrawls, and its new pages if kept."""
+        with np.errstate(divide="ignore"):
+            recrawls = np.where(np.isfinite(self.intervals), 1.0 / self.intervals, 0.0)
+        return recrawls + np.where(self.kept, self.lam, 0.0)
+
     def spent(self, *, everything: bool = False) -> float:
         """Crawls per second of the fixed sources (of all, with ``everything``)."""
-        mask = self.kept if everything else self.kept & self.fixed
-        with np.errstate(divide="ignore"):
-            recrawls = np.where(mask, 1.0 / self.intervals, 0.0)
-        return float(np.sum(recrawls) + np.sum(self.lam[mask]))
+        costs = self.costs()
+        return float(np.sum(costs) if everything else np.sum(costs[self.fixed]))
 
     def _fix_overdue(self, free: NDArray[np.bool_]) -> bool:
         hi = self.limits.max_interval
         late = free & (self.intervals > hi)
         if not late.any():
             return False
-        self.intervals[late], self.kept[late], self.fixed[late] = hi, True, True
+        # Recrawled that often, its pages paid for only if the plan keeps it.
+        self.intervals[late], self.fixed[late] = hi, True
         return True
 
     def _fix_hosts(self, free: NDArray[np.bool_]) -> bool:
         limits = self.limits
-        with np.errstate(divide="ignore"):
-            cost = np.where(self.kept, 1.0 / self.intervals + self.lam, 0.0)
+        cost = self.costs()
         per_host = np.bincount(limits.host, weights=cost, minlength=limits.capacity.size)
         over = (per_host > limits.capacity * (1 + _SLACK)) & ~self.capped
         if not over.any():
@@ -220,8 +224,12 @@ class _Rounds:
         self._fix(members, sol.intervals, sol.kept)
 
     def _fix(self, members: NDArray[np.bool_], intervals: FloatArray, kept: BoolArray) -> None:
-        lo = self.limits.min_interval
-        self.intervals[members] = np.where(kept, np.maximum(intervals, lo), intervals)
+        """Fix a host's sources at its own solution, within the interval bounds (the maximum
+        wins over the host's capacity: the user asked for those recrawls, and Scrapy's
+        downloader spaces them out)."""
+        lo, hi = self.limits.min_interval, self.limits.max_interval
+        intervals = np.minimum(np.where(kept, np.maximum(intervals, lo), intervals), hi)
+        self.intervals[members] = intervals
         self.kept[members] = kept
         self.fixed[members] = True
 
