@@ -35,7 +35,7 @@ def instances(draw):
     return lam, prof, mu, budget, ScheduleLimits(host, capacity)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(instances())
 def test_no_host_and_not_the_budget_is_overspent(case) -> None:
     lam, prof, mu, budget, limits = case
@@ -46,7 +46,7 @@ def test_no_host_and_not_the_budget_is_overspent(case) -> None:
     assert sol.converged
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(instances())
 def test_capacities_never_buy_more_than_the_budget_alone(case) -> None:
     """A capacity is one more constraint: the schedule can only be worth less."""
