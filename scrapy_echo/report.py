@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,11 @@ class Report:
         if budget is None:
             budget = float(history[-1]["budget"]) if history else 1.0
         estimates = snapshot["learner"].estimates(float(snapshot["saved_at"]))
+        off = [i for i, s in enumerate(snapshot["sources"]) if s.retired or s.removed]
+        if off:  # never crawled again: no share of the budget (as the crawl plans)
+            link_rate = estimates.link_rate.copy()
+            link_rate[off] = 0.0
+            estimates = replace(estimates, link_rate=link_rate)
         plan = make_policy(policy).replan(estimates, budget)
         return cls(snapshot, estimates, plan, budget)
 
@@ -55,6 +60,8 @@ class Report:
             "sources": len(sources),
             "scheduled": kept,
             "idle": len(sources) - kept,
+            "retired": sum(s.retired for s in sources),
+            "removed": sum(s.removed for s in sources),
             "budget": self.budget,
             "omega": float(self.plan.omega),
             "source_crawls": sum(s.crawls for s in sources),
@@ -71,7 +78,8 @@ class Report:
         saved = dt.datetime.fromtimestamp(s["saved_at"], dt.timezone.utc)
         return (
             f"ECHO report: {s['sources']} sources ({s['scheduled']} scheduled, {s['idle']} "
-            f"idle), budget {s['budget']:g} requests/s, omega {s['omega']:.4g}\n"
+            f"idle, of which {s['retired']} retired and {s['removed']} removed), "
+            f"budget {s['budget']:g} requests/s, omega {s['omega']:.4g}\n"
             f"crawls: {s['source_crawls']} of sources, {s['page_crawls']} of new pages; "
             f"{s['new_links']} new links; {s['waiting']} pages waiting; "
             f"{s['clicks_caught']:.1f} clicks caught\n"
@@ -84,6 +92,7 @@ class Report:
         return [
             {
                 "url": status.url,
+                "status": status.summary()["status"],
                 "link_rate": float(est.link_rate[i]),
                 "profit": float(est.profit[i]),
                 "decay": float(est.decay[i]),

@@ -158,3 +158,27 @@ def test_a_live_crawl_follows_its_sources_file(tmp_path: Path) -> None:
     assert site.hits_since(one, changed) == 0
     assert site.hits_since("/s/two/", changed) >= 1
     assert run.stats["echo/sources/changes"] == 2
+
+
+def test_the_report_counts_removed_sources_and_plans_nothing_for_them(tmp_path: Path) -> None:
+    from scrapy_echo.jobdir import FILE_NAME, read_checkpoint
+    from scrapy_echo.report import Report
+
+    scheduler, _ = make_scheduler(
+        ECHO_SOURCES=["http://a.test/", "http://b.test/"], JOBDIR=str(tmp_path)
+    )
+    learner = scheduler.runtime.state.learner
+    for source in (0, 1):
+        for k in range(8):
+            learner.record_crawl(source, 100.0 * k, 0 if k == 0 else 1)
+    scheduler.runtime.remove_source("http://b.test/")
+    scheduler.close("finished")
+    report = Report.from_snapshot(
+        read_checkpoint(tmp_path / FILE_NAME), policy="echo-newpages", budget=1.0
+    )
+    assert report.summary()["removed"] == 1 and report.summary()["retired"] == 0
+    rows = {row["url"]: row for row in report.source_rows()}
+    assert rows["http://b.test/"]["status"] == "removed"
+    assert rows["http://b.test/"]["interval"] == float("inf")
+    assert rows["http://a.test/"]["interval"] < float("inf")
+    assert "1 removed" in report.summary_text()
