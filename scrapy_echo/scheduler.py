@@ -24,13 +24,14 @@ from scrapy import Request
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.task import LoopingCall
 
+from scrapy_echo import source_control
 from scrapy_echo.core.events import SourceAdded
 from scrapy_echo.distributed.wire import decode_request, encode_request
 from scrapy_echo.jobdir import Checkpointer
 from scrapy_echo.politeness import Politeness
 from scrapy_echo.runtime import EchoComponent, EchoRuntime
 from scrapy_echo.settings import read_sources
-from scrapy_echo.source_control import SourceChange, SourcesFile, take_commands
+from scrapy_echo.source_control import SOURCES_POLL, SourcesFile
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -48,8 +49,6 @@ _MAX_NAP = 1.0
 _MAX_TRIES = 16
 # Plain requests looked at for one whose download slot is free.
 _PLAIN_SCAN = 32
-# Seconds between looks at the sources file and the JOBDIR's source commands.
-_SOURCES_POLL = 5.0
 
 
 def _source_seen(response: Response) -> list[Any]:
@@ -138,7 +137,7 @@ class EchoScheduler(EchoComponent):
         self.poll_sources()  # commands left while the crawl was down
         self.runtime.replan()
         self._sources_loop = LoopingCall(self.poll_sources)
-        self._sources_loop.start(_SOURCES_POLL, now=False)
+        self._sources_loop.start(SOURCES_POLL, now=False)
         if self.checkpointer.enabled:
             self._checkpoint_loop = LoopingCall(self.checkpointer.save)
             self._checkpoint_loop.start(self.runtime.config.checkpoint_interval, now=False)
@@ -229,32 +228,10 @@ class EchoScheduler(EchoComponent):
 
     def poll_sources(self) -> None:
         """Apply what changed in the sources file and the commands left in the JOBDIR
-        (:mod:`scrapy_echo.source_control`); a file that no longer reads is logged and
-        counted, and the sources stay as they were."""
-        events: list[SourceChange] = []
-        if self._sources_file is not None:
-            try:
-                events += self._sources_file.changes()
-            except ValueError as exc:
-                self.inc_stat("echo/sources/file_unreadable")
-                logger.error("ECHO sources file not re-read, sources unchanged: %s", exc)
-        if self._jobdir is not None:
-            taken = take_commands(self._jobdir)
-            events += taken.events
-            if taken.bad:
-                self.inc_stat("echo/sources/bad_commands", taken.bad)
-                logger.warning("ECHO skipped %d unreadable source commands", taken.bad)
-        for event in events:
+        (:mod:`scrapy_echo.source_control`)."""
+        for event in source_control.poll(self._sources_file, self._jobdir, self.inc_stat):
             for request in self.runtime.observe(event):
                 self.enqueue_request(request)
-        if events:
-            self.inc_stat("echo/sources/changes", len(events))
-            logger.info(
-                "ECHO sources changed while running: %s",
-                ", ".join(
-                    f"{type(e).__name__.removeprefix('Source').lower()} {e.url}" for e in events
-                ),
-            )
 
     def refund(self) -> None:
         """A request handed over was never sent (robots.txt forbade it): its budget slot

@@ -16,6 +16,7 @@ import fcntl
 import json
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from scrapy_echo.settings import read_sources
 logger = logging.getLogger(__name__)
 
 COMMANDS_FILE = "echo-sources.jsonl"
+SOURCES_POLL = 5.0  # seconds between looks at the sources file and the JOBDIR's commands
 OPERATIONS = ("add", "remove")
 SourceChange = SourceAdded | SourceRemoved
 
@@ -70,6 +72,34 @@ class SourcesFile:
         except OSError:
             return None
         return info.st_mtime_ns, info.st_size
+
+
+def poll(
+    watched: SourcesFile | None, jobdir: Path | None, count: Callable[[str, int], None]
+) -> list[SourceChange]:
+    """What changed in the sources file ``watched`` and the commands left in ``jobdir``; a
+    file that no longer reads and bad command lines are logged and counted (``count(stat,
+    n)``), and change nothing."""
+    events: list[SourceChange] = []
+    if watched is not None:
+        try:
+            events += watched.changes()
+        except ValueError as exc:
+            count("echo/sources/file_unreadable", 1)
+            logger.error("ECHO sources file not re-read, sources unchanged: %s", exc)
+    if jobdir is not None:
+        taken = take_commands(jobdir)
+        events += taken.events
+        if taken.bad:
+            count("echo/sources/bad_commands", taken.bad)
+            logger.warning("ECHO skipped %d unreadable source commands", taken.bad)
+    if events:
+        count("echo/sources/changes", len(events))
+        logger.info(
+            "ECHO sources changed while running: %s",
+            ", ".join(f"{type(e).__name__.removeprefix('Source').lower()} {e.url}" for e in events),
+        )
+    return events
 
 
 def append_commands(jobdir: Path, operation: str, urls: list[str]) -> None:
@@ -135,9 +165,11 @@ def _parse(text: str) -> tuple[list[tuple[str, str]], int]:
 
 __all__ = [
     "COMMANDS_FILE",
+    "SOURCES_POLL",
     "SourceChanges",
     "SourcesFile",
     "append_commands",
     "pending_commands",
+    "poll",
     "take_commands",
 ]

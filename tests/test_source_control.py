@@ -182,3 +182,35 @@ def test_the_report_counts_removed_sources_and_plans_nothing_for_them(tmp_path: 
     assert rows["http://b.test/"]["interval"] == float("inf")
     assert rows["http://a.test/"]["interval"] < float("inf")
     assert "1 removed" in report.summary_text()
+
+
+def test_distributed_workers_send_sources_file_changes_as_events(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Each worker watches the file and sends what changed to the planner as events."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_echo.distributed.scheduler import DistributedScheduler
+    from tests.test_scheduler import Spider
+
+    sources = tmp_path / "sources.txt"
+    sources.write_text("http://a.test/\nhttp://b.test/\n")
+    crawler = get_crawler(
+        Spider,
+        {"ADDONS": {"scrapy_echo.Addon": 0}, "REDIS_URL": redis_url,
+         "ECHO_REDIS_KEY_PREFIX": f"files{time.time_ns()}", "ECHO_SOURCES": str(sources)},
+    )  # fmt: skip
+    crawler.spider = crawler._create_spider()
+    scheduler = DistributedScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    try:
+        sent = [from_json(json.loads(e)) for e in scheduler.outbox.events]
+        assert sent == [SourceAdded("http://a.test/"), SourceAdded("http://b.test/")]
+        scheduler.outbox.events.clear()
+        sources.write_text("http://a.test/\n")
+        scheduler._poll_sources()
+        sent = [from_json(json.loads(e)) for e in scheduler.outbox.events]
+        assert sent == [SourceRemoved("http://b.test/")]
+    finally:
+        scheduler._sources_loop.stop()
+        scheduler.io.stop()

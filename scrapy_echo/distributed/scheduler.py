@@ -35,7 +35,9 @@ from redis.retry import Retry
 from scrapy.settings import BaseSettings
 from scrapy_redis.connection import get_redis_from_settings  # type: ignore[import-untyped]
 from twisted.internet.defer import Deferred
+from twisted.internet.task import LoopingCall
 
+from scrapy_echo import source_control
 from scrapy_echo.core.events import Event, SourceAdded, to_json
 from scrapy_echo.distributed.iothread import RedisThread
 from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
@@ -44,6 +46,7 @@ from scrapy_echo.distributed.wire import InvalidPayload
 from scrapy_echo.runtime import EchoComponent
 from scrapy_echo.scheduler import EchoScheduler, check_page_callback
 from scrapy_echo.settings import read_sources
+from scrapy_echo.source_control import SOURCES_POLL, SourcesFile
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -102,6 +105,8 @@ class DistributedScheduler(EchoComponent):
         self._pause_until = 0.0
         self._backoff = 0.0
         self._logged_kinds: set[str] = set()
+        self._sources_file: SourcesFile | None = None
+        self._sources_loop: LoopingCall | None = None
         runtime.transport = self._send_event
         runtime.on_done = self._done
         runtime.holds_state = False
@@ -129,8 +134,15 @@ class DistributedScheduler(EchoComponent):
             self.client, f"{self.runtime.config.redis_key_prefix}:{spider.name}"
         )
         self.io.start()
-        for url in self.runtime.config.sources + read_sources(getattr(spider, "echo_sources", ())):
+        config = self.runtime.config
+        for url in config.sources + read_sources(getattr(spider, "echo_sources", ())):
             self._send_event(SourceAdded(url))
+        if config.sources_file is not None:
+            # Every worker watches the file: the planner applies an addition or removal once
+            # however many send it.
+            self._sources_file = SourcesFile(config.sources_file, config.sources)
+            self._sources_loop = LoopingCall(self._poll_sources)
+            self._sources_loop.start(SOURCES_POLL, now=False)
         logger.info(
             "ECHO distributed worker %s on %s, budget %s for all workers",
             self.token,
@@ -141,8 +153,14 @@ class DistributedScheduler(EchoComponent):
         )
         self._next_round()
 
+    def _poll_sources(self) -> None:
+        for event in source_control.poll(self._sources_file, None, self.inc_stat):
+            self._send_event(event)
+
     def close(self, reason: str) -> Deferred[None]:
         self._closing = True
+        if self._sources_loop is not None and self._sources_loop.running:
+            self._sources_loop.stop()
         if self._round_call is not None and self._round_call.active():
             self._round_call.cancel()
         # One last round trip: events and acks out. Requests still buffered are not acked,
