@@ -78,7 +78,7 @@ class Report:
         saved = dt.datetime.fromtimestamp(s["saved_at"], dt.timezone.utc)
         return (
             f"ECHO report: {s['sources']} sources ({s['scheduled']} scheduled, {s['idle']} "
-            f"idle, of which {s['retired']} retired and {s['removed']} removed), "
+            f"idle; {s['retired']} retired, {s['removed']} removed), "
             f"budget {s['budget']:g} requests/s, omega {s['omega']:.4g}\n"
             f"crawls: {s['source_crawls']} of sources, {s['page_crawls']} of new pages; "
             f"{s['new_links']} new links; {s['waiting']} pages waiting; "

@@ -48,7 +48,7 @@ def test_echo_report_on_the_demos_jobdir(tmp_path: Path) -> None:
     state = read_checkpoint(jobdir / FILE_NAME)
     text = report.stdout
     sources = int(re.search(r"ECHO report: (\d+) sources", text).group(1))
-    scheduled, idle = map(int, re.search(r"\((\d+) scheduled, (\d+) idle\)", text).groups())
+    scheduled, idle = map(int, re.search(r"\((\d+) scheduled, (\d+) idle;", text).groups())
     source_crawls, page_crawls = map(
         int, re.search(r"crawls: (\d+) of sources, (\d+) of new pages", text).groups()
     )

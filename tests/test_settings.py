@@ -30,6 +30,8 @@ def test_every_default_is_parsed() -> None:
     names = {name.removeprefix("ECHO_").lower() for name in DEFAULTS} - {"enabled"}
     # Two settings make one field: the page identity (parameters stripped, the user's rule).
     names = names - {"strip_params", "url_normalizer"} | {"identity"}
+    # ECHO_SOURCES gives the URLs, and the file to watch when it names one.
+    names |= {"sources_file"}
     assert names == set(EchoConfig.__dataclass_fields__)
 
 

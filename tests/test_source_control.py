@@ -181,7 +181,7 @@ def test_the_report_counts_removed_sources_and_plans_nothing_for_them(tmp_path: 
     assert rows["http://b.test/"]["status"] == "removed"
     assert rows["http://b.test/"]["interval"] == float("inf")
     assert rows["http://a.test/"]["interval"] < float("inf")
-    assert "1 removed" in report.summary_text()
+    assert "0 retired, 1 removed" in report.summary_text()
 
 
 def test_distributed_workers_send_sources_file_changes_as_events(
