@@ -4,9 +4,9 @@ What is saved: sources and their crawl times, validators and failures, seen link
 the learner knows (crawl histories, click tables, pending clicks), the waiting new pages and the
 plain lane, and the click feed's read position: one :mod:`scrapy_echo.snapshot`, the format
 Redis and ``scrapy echo-report`` use too (versioned plain data, no pickle, readable by later
-builds). Written every ``ECHO_CHECKPOINT_INTERVAL`` seconds and at close, to a temporary file
-that is flushed, synced and renamed over the old one: a ``kill -9`` leaves the previous
-checkpoint whole, so it loses at most one period.
+builds). Taken every ``ECHO_CHECKPOINT_INTERVAL`` seconds and at close, and written (on a
+thread, but at close) to a temporary file that is flushed, synced and renamed over the old
+one: a ``kill -9`` leaves the previous checkpoint whole, so it loses at most one period.
 
 A job directory from a build before this format holds ``echo-state.pickle``; it is read once
 (it is the user's own file) and the next checkpoint replaces it.
@@ -14,12 +14,14 @@ A job directory from a build before this format holds ``echo-state.pickle``; it 
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import pickle
+import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,12 +32,15 @@ from scrapy_echo import snapshot as snapshots
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
+    from twisted.python.failure import Failure
 
     from scrapy_echo.runtime import EchoRuntime
 
 logger = logging.getLogger(__name__)
 
 FILE_NAME = "echo-state.json"
+_WRITE_BUFFER = 16 << 20
 LEGACY_FILE_NAME = "echo-state.pickle"  # before the one snapshot format
 _LEGACY_VERSION = 1
 
@@ -51,11 +56,21 @@ class PlainLane(Protocol):
     def decode(self, payload: bytes | str) -> Request: ...
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file."""
+def write_atomically(path: Path, data: bytes | Iterable[str]) -> None:
+    """Replace ``path`` with ``data`` (bytes, or text in pieces) so that a crash leaves either
+    the old or the new file."""
     temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
+    # A large buffer: few write calls. A thread writing in Python's usual 8 KiB pieces gives
+    # up and takes back the interpreter at every one, and the reactor thread waiting for it
+    # was seen to starve for up to 0.8 s (a known trait of CPython's lock hand-over).
+    with open(temporary, "wb", buffering=_WRITE_BUFFER) as handle:
+        if isinstance(data, bytes):
+            handle.write(data)
+        else:
+            text = io.TextIOWrapper(handle, encoding="utf-8")
+            text.writelines(data)
+            text.flush()
+            text.detach()  # (the file stays open, ours to sync and close)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
@@ -74,6 +89,11 @@ class Checkpointer:
         self.runtime = runtime
         self.scheduler = scheduler
         self.saves = 0
+        self.failed_saves = 0
+        self._captures = 0  # checkpoints taken, in order
+        self._written = 0  # the newest one written
+        self._writing = threading.Lock()
+        self._unsaved_requests = 0
 
     @classmethod
     def from_crawler(
@@ -86,13 +106,51 @@ class Checkpointer:
     def enabled(self) -> bool:
         return self.path is not None
 
-    def save(self) -> None:
-        if self.path is None or self.scheduler.spider is None:
-            return
+    def save(self) -> Deferred[None] | None:
+        """Take a checkpoint: the state is captured here, on the reactor (cheap: see
+        :func:`scrapy_echo.snapshot.capture`), and encoded and written on a thread, so a big
+        state never stalls the crawl. Returns when the file is written (the checkpoint loop
+        waits for it: saves never overlap)."""
+        captured = self._capture()
+        if captured is None:
+            return None
+        from twisted.internet.threads import deferToThread  # (no reactor at import time)
+
         started = time.perf_counter()
-        data, skipped = snapshots.dump(self.runtime, self.scheduler.encode, self.scheduler.plain)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.path, data)
+        written: Deferred[None] = deferToThread(self._write, *captured)
+        how = (captured[0], started)
+        written.addCallbacks(self._saved, self._save_failed, how, errbackArgs=how)
+        return written
+
+    def save_now(self) -> None:
+        """Take a checkpoint and write it before returning (at close: nothing runs after)."""
+        captured = self._capture()
+        if captured is not None:
+            started = time.perf_counter()
+            self._write(*captured)
+            self._saved(None, captured[0], started)
+
+    def _capture(self) -> tuple[int, snapshots.Captured] | None:
+        if self.path is None or self.scheduler.spider is None:
+            return None
+        self._captures += 1
+        return self._captures, snapshots.capture(
+            self.runtime, self.scheduler.encode, self.scheduler.plain
+        )
+
+    def _write(self, number: int, captured: snapshots.Captured) -> None:
+        assert self.path is not None
+        with self._writing:  # one writer of the file at a time, the newest capture last
+            if number <= self._written:
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with snapshots.collector_paused():
+                write_atomically(self.path, captured.chunks())
+            self._written = number
+        self._unsaved_requests = captured.skipped
+
+    def _saved(self, _: None, number: int, started: float) -> None:
+        assert self.path is not None
         legacy = self.path.with_name(LEGACY_FILE_NAME)
         if legacy.exists():
             legacy.unlink()  # its state is in the new file now
@@ -100,14 +158,23 @@ class Checkpointer:
         stats = self.runtime.crawler.stats
         if stats is not None:
             stats.set_value("echo/jobdir/saves", self.saves)
-            stats.set_value("echo/jobdir/unsaved_requests", skipped)
+            stats.set_value("echo/jobdir/unsaved_requests", self._unsaved_requests)
         logger.debug(
-            "ECHO checkpoint %d: %d sources, %d waiting pages, %.3f s",
-            self.saves,
+            "ECHO checkpoint %d written in %.3f s: %d sources, %d waiting pages",
+            number,
+            time.perf_counter() - started,
             len(self.runtime.state.sources),
             len(self.runtime.state.frontier),
-            time.perf_counter() - started,
         )
+
+    def _save_failed(self, failure: Failure, number: int, started: float) -> None:
+        # A full disk or a vanished directory must not stop a monitor: the previous checkpoint
+        # is still whole, and the next period tries again.
+        self.failed_saves += 1
+        stats = self.runtime.crawler.stats
+        if stats is not None:
+            stats.set_value("echo/jobdir/failed_saves", self.failed_saves)
+        logger.error("ECHO checkpoint %d to %s failed: %s", number, self.path, failure.value)
 
     def restore(self, spider: Spider) -> bool:
         """Load the last checkpoint, if any; ``True`` if one was loaded."""

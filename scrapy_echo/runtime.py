@@ -25,15 +25,17 @@ from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Policy, make_policy
 from scrapy_echo.settings import EchoConfig
 from scrapy_echo.signals import page_found, source_retired
-from scrapy_echo.state import CrawlState
+from scrapy_echo.state import CrawlState, Housekeeping
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from twisted.python.failure import Failure
     from typing_extensions import Self
 
     from scrapy_echo.clickfeed import ClickFeedReader, ClickRow
     from scrapy_echo.politeness import Politeness
+    from scrapy_echo.seen import Remembered
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +97,7 @@ class EchoRuntime:
         self.config = EchoConfig.from_settings(crawler.settings)
         self.clock = clock
         self.core = CrawlCore(self.config, make_policy(self.config.policy))
+        self.core.run_housekeeping = self._housekeep_on_thread
         self.throughput = Throughput(window=max(60.0, self.config.resolve_interval))
         self.lanes = LaneShare(window=max(60.0, self.config.resolve_interval))
         self.feeds: list[ClickFeedReader] = []  # the extension's file readers
@@ -171,6 +174,24 @@ class EchoRuntime:
             len(self.state.frontier),
         )
         return plan
+
+    def _housekeep_on_thread(self, job: Housekeeping) -> None:
+        """Merge and expire a fingerprint set on the reactor's thread pool: it takes a second
+        or so at 10 M links, which the reactor must not wait for (docs/monitor.rst)."""
+        from twisted.internet.threads import deferToThread  # (no reactor at import time)
+
+        started = time.perf_counter()
+
+        def done(result: Remembered) -> None:
+            job.done(result)
+            logger.debug("ECHO %s merged in %.3f s", job.what, time.perf_counter() - started)
+
+        def failed(failure: Failure) -> None:
+            job.failed()
+            logger.error("ECHO could not merge the %s (%s); next re-solve tries again",
+                         job.what, failure.value)  # fmt: skip
+
+        deferToThread(job.work).addCallbacks(done, failed)
 
     def observe(self, event: Event) -> list[Request]:
         """Apply what a middleware saw; the requests for the new pages it revealed. In

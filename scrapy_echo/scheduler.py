@@ -148,7 +148,7 @@ class EchoScheduler(EchoComponent):
         for loop in (self._checkpoint_loop, self._sources_loop):
             if loop is not None and loop.running:
                 loop.stop()
-        self.checkpointer.save()
+        self.checkpointer.save_now()
         self.dupefilter.close(reason)
 
     def has_pending_requests(self) -> bool:

@@ -7,8 +7,9 @@ rule, so a typo stops the crawl at start instead of skewing it for hours.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,8 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_CLICK_BINS": 72,  # age bins fitted
     "ECHO_HISTORY_SIZE": 7,  # crawls of a source behind its new-link rate
     "ECHO_DEFAULT_PROFIT": 1.0,  # expected clicks of a page from a source without click data
+    "ECHO_DEFAULT_HALF_LIFE": 6 * 3600.0,  # s a page's value halves in, without click data
+    "ECHO_SITE_WEIGHTS": {},  # site or host -> weight of its pages' value (1 if not named)
     "ECHO_CHECKPOINT_INTERVAL": 60.0,  # s between JOBDIR checkpoints
     "ECHO_PLAIN_SHARE": 0.5,  # share of slots for the spider's own requests while ECHO has work
     "ECHO_FAILURE_BACKOFF": 60.0,  # s a failing source waits, doubled per failure in a row
@@ -41,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_BACKLOG": "crawl",  # "crawl" or "skip": what a source lists at its first crawl
     "ECHO_MIN_INTERVAL": 0.0,  # s: no source is planned more often (echo-newpages)
     "ECHO_MAX_INTERVAL": None,  # s: every source is crawled at least this often (None: no bound)
+    "ECHO_SEEN_TTL": 30 * 86400.0,  # s a link or fetched page is remembered unseen (0: ever)
     "ECHO_POLITENESS": True,  # hand the engine only requests whose download slot is free
     "ECHO_SAME_SITE": True,  # a source yields links of its own site (and ECHO_ALLOWED_HOSTS)
     "ECHO_ALLOWED_HOSTS": [],  # further hosts (or registered domains) any source may link to
@@ -77,6 +81,8 @@ class EchoConfig:
     click_bins: int
     history_size: int
     default_profit: float
+    default_half_life: float
+    site_weights: dict[str, float]
     checkpoint_interval: float
     plain_share: float
     failure_backoff: float
@@ -85,6 +91,7 @@ class EchoConfig:
     backlog: str
     min_interval: float
     max_interval: float
+    seen_ttl: float
     politeness: bool
     same_site: bool
     allowed_hosts: tuple[str, ...]
@@ -132,6 +139,8 @@ class EchoConfig:
             click_bins=get.integer("ECHO_CLICK_BINS"),
             history_size=get.integer("ECHO_HISTORY_SIZE"),
             default_profit=get.number("ECHO_DEFAULT_PROFIT"),
+            default_half_life=get.number("ECHO_DEFAULT_HALF_LIFE"),
+            site_weights=get.weights("ECHO_SITE_WEIGHTS"),
             checkpoint_interval=get.number("ECHO_CHECKPOINT_INTERVAL"),
             plain_share=get.number("ECHO_PLAIN_SHARE", at_least=0.0, at_most=1.0),
             failure_backoff=backoff,
@@ -140,6 +149,7 @@ class EchoConfig:
             backlog=get.choice("ECHO_BACKLOG", ("crawl", "skip")),
             min_interval=min_interval,
             max_interval=max_interval,
+            seen_ttl=get.number("ECHO_SEEN_TTL", at_least=0.0) or math.inf,
             politeness=get.flag("ECHO_POLITENESS"),
             same_site=get.flag("ECHO_SAME_SITE"),
             allowed_hosts=get.names("ECHO_ALLOWED_HOSTS"),
@@ -267,6 +277,30 @@ class _Getter:
             return self.settings.getbool(name, DEFAULTS[name])
         except ValueError:
             raise NotConfigured(f"{name} ({self.raw(name)!r}) must be true or false") from None
+
+    def weights(self, name: str) -> dict[str, float]:
+        """A dict of host or site names to finite weights >= 0 (or its JSON, from ``-s``)."""
+        value = self.raw(name)
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except ValueError:
+                raise NotConfigured(f"{name} ({value!r}) must be a dict or its JSON") from None
+        rule = "must map host or site names to finite numbers >= 0"
+        if not isinstance(value, Mapping):
+            raise NotConfigured(f"{name} ({value!r}) {rule}")
+        out = {}
+        for key, weight in value.items():
+            if not isinstance(key, str) or not key.strip() or isinstance(weight, bool):
+                raise NotConfigured(f"{name} ({value!r}) {rule}")
+            try:
+                number = float(weight)
+            except (TypeError, ValueError):
+                raise NotConfigured(f"{name} ({value!r}) {rule}") from None
+            if not (math.isfinite(number) and number >= 0):
+                raise NotConfigured(f"{name} ({value!r}) {rule}")
+            out[key.strip().lower().rstrip(".")] = number
+        return out
 
     def names(self, name: str) -> tuple[str, ...]:
         """A list of non-empty strings (or one comma-separated string)."""

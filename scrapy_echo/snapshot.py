@@ -13,15 +13,22 @@ key             value
 =============== ===========================================================================
 format, version ``"scrapy-echo-state"``, ``2``
 saved_at        the crawl clock when saved
-sources         per source: ``url, etag, last_modified, failures, last_fetched, crawls,
-                new_links, not_modified``
+sources         per field of :class:`~scrapy_echo.state.SourceStatus` (``url, etag,
+                last_modified, failures, last_fetched, crawls, new_links, ...``), its value for
+                every source (earlier in version 2: a dict per source, still read)
 last_crawl      per source, when its last crawl was dispatched (NaN: never)
-seen            the 64-bit fingerprints of every link seen on a source
+seen            the 64-bit fingerprints of the links seen on sources, sorted
+seen_times      when each was last seen, at the latest (optional: later in version 2; without
+                it, the snapshot's links are taken as seen when saved, and its http links as
+                stored unfolded, as builds before page identity did)
 fetched         the fingerprints of the fetched pages' keys (optional: later in version 2)
+fetched_times   when each was fetched (optional, likewise)
 aliases         ``[alias key, page key]`` pairs: a page's other URLs (optional, likewise)
 crawled_pages   new pages fetched
 learner         :meth:`SourceLearner.to_data <scrapy_echo.model.learning.SourceLearner.to_data>`
-frontier        waiting new pages: ``[source, request, appeared, discovered]``
+frontier        waiting new pages by field: ``source``, ``request``, ``appeared``,
+                ``discovered``, a list each (earlier: ``[source, request, appeared,
+                discovered]`` per page, still read)
 plain           the plain lane's requests (JOBDIR only)
 feeds           click feed readers' positions
 history         one sample per re-solve, for reports
@@ -30,8 +37,10 @@ history         one sample per re-solve, for reports
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable
+import gc
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,7 +48,8 @@ import numpy as np
 from scrapy_echo import codec
 from scrapy_echo.model.estimators import CrawlHistory
 from scrapy_echo.model.learning import SourceLearner
-from scrapy_echo.state import CrawlState, SourceStatus
+from scrapy_echo.seen import FingerprintSet, Remembered
+from scrapy_echo.state import STATUS_FIELDS, CrawlState, SourceStatus
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -48,38 +58,166 @@ if TYPE_CHECKING:
 
 FORMAT = "scrapy-echo-state"
 VERSION = 2
-_STATUS_FIELDS = {f.name for f in dataclasses.fields(SourceStatus)}
+_FRONTIER_FIELDS = ("source", "request", "appeared", "discovered")
+
+
+class Captured:
+    """A snapshot taken on the state's own thread, not yet encoded: :meth:`chunks` (or
+    :meth:`to_bytes`) may run on any thread, while the crawl goes on changing the state."""
+
+    def __init__(
+        self,
+        parts: dict[str, Any],
+        built: dict[str, Callable[[], Any]],
+        requests: _Counted,
+    ) -> None:
+        self._parts = parts
+        self._built = built  # parts built when encoding, from data nobody changes any more
+        self._requests = requests
+
+    @property
+    def skipped(self) -> int:
+        """Waiting requests that could not be stored as data (known once encoded)."""
+        return self._requests.failed
+
+    def chunks(self) -> Iterator[str]:
+        """The snapshot's JSON, a short string at a time."""
+        snapshot = dict(self._parts)
+        for name, build in self._built.items():
+            snapshot[name] = build()
+        return codec.dump_chunks(snapshot)
+
+    def to_bytes(self) -> bytes:
+        """The snapshot's JSON, encoded in blocks of a MiB: no one call over the whole text
+        holds the interpreter long (see :func:`collector_paused`), but the last join."""
+        blocks: list[bytes] = []
+        pending: list[str] = []
+        size = 0
+        with collector_paused():
+            for chunk in self.chunks():
+                pending.append(chunk)
+                size += len(chunk)
+                if size >= 1 << 20:
+                    blocks.append("".join(pending).encode())
+                    pending.clear()
+                    size = 0
+            blocks.append("".join(pending).encode())
+            return b"".join(blocks)
+
+
+_pauses = [0, False]  # encodings under way that paused the collector; whether to resume it
+_pauses_lock = threading.Lock()
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No automatic garbage collection while a snapshot is encoded on a thread.
+
+    Encoding makes many short-lived objects, and enough of them trigger a full pass over the
+    whole heap, which runs on the thread that triggered it holding the interpreter: the
+    reactor stalls for as long as the pass takes (135 ms for a heap of 100 k sources, measured
+    in ``benchmarks/bench_state.py``). Paused, the objects die young, uncounted, and the save
+    triggers no pass; the crawl's own cyclic garbage waits the few seconds of a save."""
+    with _pauses_lock:
+        if _pauses[0] == 0:
+            _pauses[1] = gc.isenabled()  # (paused by someone else: theirs to resume)
+            gc.disable()
+        _pauses[0] += 1
+    try:
+        yield
+    finally:
+        with _pauses_lock:
+            _pauses[0] -= 1
+            if _pauses[0] == 0 and _pauses[1]:
+                gc.enable()
+
+
+def capture(
+    runtime: EchoRuntime, encode: Callable[[Request], str], plain: Iterable[Request] = ()
+) -> Captured:
+    """The runtime's state (and ``plain`` requests), copied where it changes: cheap enough for
+    the reactor (the fingerprint sets copy only their young parts, the per-source lists are
+    built later; docs/monitor.rst, "Bounded state"), and encoded by :meth:`Captured.chunks`
+    on any thread.
+
+    Waiting requests are encoded then too: a waiting request is never changed, and one the
+    crawl takes meanwhile (its middlewares may change it) was waiting when captured."""
+    state = runtime.state
+    now = runtime.clock()
+    stored = _Counted(_retried(encode))
+    waiting = [(w.source, w.page, w.appeared, w.discovered) for w in state.frontier.pages()]
+    plain = list(plain)
+    seen, fetched = _once(state.seen.capture(now)), _once(state.fetched.capture(now))
+    for job in state.housekeeping(now):  # (captures close young sets: merge them in time)
+        runtime.core.run_housekeeping(job)
+    parts = {
+        "format": FORMAT,
+        "version": VERSION,
+        "saved_at": now,
+        "last_crawl": np.array(state.last_crawl),
+        "aliases": [[alias, page] for alias, page in state.aliases.items()],
+        "crawled_pages": state.crawled_pages,
+        "feeds": _arrays_copied(runtime.feed_state()),
+        "history": list(state.history),  # (samples are never changed once taken)
+    }
+    rows = state.status_rows()
+    built = {
+        "sources": lambda: _source_table(rows),
+        "learner": state.learner.captured(),
+        "frontier": lambda: _frontier_table(waiting, stored),
+        "plain": lambda: [p for p in map(stored, plain) if p is not None],
+        "seen": lambda: seen().keys,
+        "seen_times": lambda: seen().stamps,
+        "fetched": lambda: fetched().keys,
+        "fetched_times": lambda: fetched().stamps,
+    }
+    return Captured(parts, built, stored)
 
 
 def dump(
     runtime: EchoRuntime, encode: Callable[[Request], str], plain: Iterable[Request] = ()
 ) -> tuple[bytes, int]:
-    """The runtime's state (and ``plain`` requests) as bytes, and how many waiting requests
-    could not be stored as data (``encode`` raised ``ValueError``)."""
-    state = runtime.state
-    stored = _Counted(encode)
-    frontier = []
-    for waiting in state.frontier.pages():
-        payload = stored(waiting.page)
-        if payload is not None:
-            frontier.append([waiting.source, payload, waiting.appeared, waiting.discovered])
-    snapshot = {
-        "format": FORMAT,
-        "version": VERSION,
-        "saved_at": runtime.clock(),
-        "sources": [dataclasses.asdict(status) for status in state.sources],
-        "last_crawl": np.array(state.last_crawl),
-        "seen": np.fromiter(state.seen, dtype=np.uint64, count=len(state.seen)),
-        "fetched": np.fromiter(state.fetched, dtype=np.uint64, count=len(state.fetched)),
-        "aliases": [[alias, page] for alias, page in state.aliases.items()],
-        "crawled_pages": state.crawled_pages,
-        "learner": state.learner.to_data(),
-        "frontier": frontier,
-        "plain": [p for p in map(stored, plain) if p is not None],
-        "feeds": runtime.feed_state(),
-        "history": state.history,
-    }
-    return codec.dumps(snapshot), stored.failed
+    """The runtime's state (and ``plain`` requests) as bytes, here and now, and how many
+    waiting requests could not be stored as data (``encode`` raised ``ValueError``)."""
+    captured = capture(runtime, encode, plain)
+    return captured.to_bytes(), captured.skipped
+
+
+def _retried(encode: Callable[[Request], str]) -> Callable[[Request], str]:
+    """``encode``, tried again if the crawl changed the request as it ran (a request taken
+    since the capture: a middleware may add a header or a meta key)."""
+
+    def encode_steadily(request: Request) -> str:
+        for _ in range(3):
+            try:
+                return encode(request)
+            except RuntimeError:  # "dictionary changed size during iteration"
+                continue
+        raise ValueError(f"request {request.url} kept changing while it was saved")
+
+    return encode_steadily
+
+
+def _arrays_copied(value: Any) -> Any:
+    """``value`` with its arrays copied, in it and in the dicts in it: a ``to_data`` builds
+    fresh lists but hands out its live arrays."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return {k: _arrays_copied(v) for k, v in value.items()}
+    return value
+
+
+def _once(build: Callable[[], Remembered]) -> Callable[[], Remembered]:
+    """``build``, run at most once (a set's fingerprints and times come from one merge)."""
+    done: list[Remembered] = []
+
+    def get() -> Remembered:
+        if not done:
+            done.append(build())
+        return done[0]
+
+    return get
 
 
 def read(data: bytes) -> dict[str, Any]:
@@ -100,13 +238,57 @@ def read(data: bytes) -> dict[str, Any]:
         if version != VERSION or snapshot.get("format") != FORMAT:
             raise codec.CodecError(f"not a state snapshot of version {VERSION}")
         snapshot["sources"] = [
-            SourceStatus(**{k: v for k, v in status.items() if k in _STATUS_FIELDS})
-            for status in snapshot["sources"]
+            SourceStatus(**{k: v for k, v in status.items() if k in STATUS_FIELDS})
+            for status in _source_rows(snapshot["sources"])
         ]
         snapshot["learner"] = SourceLearner.from_data(snapshot["learner"])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise codec.CodecError(f"malformed snapshot: {exc!r:.200}") from None
     return snapshot
+
+
+def _source_table(rows: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """The sources by field, a list each: no object per source for the encoder to make."""
+    columns = zip(*rows, strict=True) if rows else ([] for _ in STATUS_FIELDS)
+    return {name: list(values) for name, values in zip(STATUS_FIELDS, columns, strict=True)}
+
+
+def _frontier_table(
+    waiting: list[tuple[int, Any, float, float]], stored: _Counted
+) -> dict[str, list[Any]]:
+    """The waiting pages by field (no list per page: see ``sources``)."""
+    table: dict[str, list[Any]] = {name: [] for name in _FRONTIER_FIELDS}
+    columns = [table[name] for name in _FRONTIER_FIELDS]
+    for source, request, appeared, discovered in waiting:
+        payload = stored(request)
+        if payload is not None:
+            for column, value in zip(columns, (source, payload, appeared, discovered), strict=True):
+                column.append(value)
+    return table
+
+
+def _frontier_rows(frontier: Any) -> Iterable[Sequence[Any]]:
+    """``[source, request, appeared, discovered]`` per waiting page, from either form."""
+    if not isinstance(frontier, dict):
+        return list(frontier)
+    columns = [frontier[name] for name in _FRONTIER_FIELDS]
+    if len({len(column) for column in columns}) > 1:
+        raise ValueError("frontier fields of different lengths")
+    return list(zip(*columns, strict=True))
+
+
+def _source_rows(sources: Any) -> list[dict[str, Any]]:
+    """The sources of a snapshot, one dict each: stored by field (a list of values per field),
+    or one dict per source (snapshots before this build)."""
+    if not isinstance(sources, dict):
+        return list(sources)
+    columns = {name: sources[name] for name in STATUS_FIELDS if name in sources}
+    if "url" not in columns:
+        raise ValueError("sources without their URLs")
+    count = len(columns["url"])
+    if any(len(values) != count for values in columns.values()):
+        raise ValueError("source fields of different lengths")
+    return [{name: values[i] for name, values in columns.items()} for i in range(count)]
 
 
 def upgrade_learner(learner: SourceLearner) -> None:
@@ -133,15 +315,23 @@ def restore(
         state.retired_count = sum(status.retired for status in state.sources)
         state.removed_count = sum(status.removed for status in state.sources)
         state.last_crawl[:] = snapshot["last_crawl"]
-        state.seen = {int(mark) for mark in snapshot["seen"]}
-        # (Snapshots before page identity have neither: nothing was fetched under two URLs.)
-        state.fetched = {int(mark) for mark in snapshot.get("fetched", [])}
+        # Snapshots before expiry have no times: what they hold counts as seen when saved.
+        # (Snapshots before page identity have neither fetched pages nor aliases.)
+        saved_at, ttl = float(snapshot["saved_at"]), runtime.config.seen_ttl
+        state.unfolded_http = "seen_times" not in snapshot
+        state.seen = FingerprintSet.restore(
+            ttl, snapshot["seen"], snapshot.get("seen_times"), saved_at
+        )
+        state.fetched = FingerprintSet.restore(
+            ttl, snapshot.get("fetched", []), snapshot.get("fetched_times"), saved_at
+        )
         state.aliases = {str(alias): str(page) for alias, page in snapshot.get("aliases", [])}
+        state.alias_times.extend((saved_at, alias) for alias in state.aliases)
         state.crawled_pages = int(snapshot["crawled_pages"])
         state.history = list(snapshot.get("history", []))
         state.learner = snapshot["learner"]
         state.learner.grow(len(state.sources))
-        for source, payload, appeared, discovered in snapshot["frontier"]:
+        for source, payload, appeared, discovered in _frontier_rows(snapshot["frontier"]):
             page = request(payload)
             if page is not None:
                 state.frontier.push(source, page, appeared=appeared, discovered=discovered)

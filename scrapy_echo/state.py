@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Protocol
 
 import numpy as np
@@ -20,6 +23,7 @@ from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.priors import ColdStart
+from scrapy_echo.seen import FingerprintSet, Remembered
 
 HISTORY_LIMIT = 500
 RETIRED = 1e18  # the crawl time of a retired source (some 3e10 years from now)
@@ -51,6 +55,10 @@ class StateConfig(Protocol):
     @property
     def default_profit(self) -> float: ...
     @property
+    def default_half_life(self) -> float: ...
+    @property
+    def site_weights(self) -> Mapping[str, float]: ...
+    @property
     def failure_backoff(self) -> float: ...
     @property
     def failure_backoff_max(self) -> float: ...
@@ -64,6 +72,20 @@ class StateConfig(Protocol):
     def min_interval(self) -> float: ...
     @property
     def max_interval(self) -> float: ...
+    @property
+    def seen_ttl(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Housekeeping:
+    """One piece of state upkeep the owner's thread need not wait for: ``work`` is pure (run
+    it anywhere: inline, or on a thread), then ``done`` takes its result on the owner's thread,
+    or ``failed`` is called if it raised."""
+
+    what: str
+    work: Callable[[], Remembered]
+    done: Callable[[Remembered], None]
+    failed: Callable[[], None]
 
 
 @dataclass
@@ -94,6 +116,10 @@ class SourceStatus:
         }
 
 
+STATUS_FIELDS = tuple(f.name for f in fields(SourceStatus))
+_status_row = attrgetter(*STATUS_FIELDS)
+
+
 @dataclass
 class CrawlState:
     """Sources, their crawl times and learned estimates, seen links, and waiting pages."""
@@ -101,16 +127,26 @@ class CrawlState:
     config: StateConfig
     sources: list[SourceStatus] = field(default_factory=list)
     source_ids: dict[str, int] = field(default_factory=dict)  # canonical URL -> id
-    seen: set[int] = field(default_factory=set)  # fingerprints of every link seen on a source
+    # Fingerprints of the links the sources showed, and of the fetched pages' keys; each is
+    # forgotten ``seen_ttl`` after it was last seen (docs/monitor.rst, "Bounded state").
+    seen: FingerprintSet = field(init=False)
+    fetched: FingerprintSet = field(init=False)
     # Page identity (docs/tutorial.rst, "Real sites"): another URL's key -> the key of the page
-    # it names (a redirect's target, a canonical link), and the fetched pages' fingerprints.
+    # it names (a redirect's target, a canonical link); forgotten with the fetched pages.
     aliases: dict[str, str] = field(default_factory=dict)
-    fetched: set[int] = field(default_factory=set)
+    alias_times: deque[tuple[float, str]] = field(default_factory=deque)  # oldest first
+    # Restored from a snapshot of a build before http and https were one page: its http links
+    # were remembered unfolded, so a link's unfolded form is looked up too.
+    unfolded_http: bool = False
     crawled_pages: int = 0
     started: float = math.nan  # the first source crawl's time (of this process)
     retired_count: int = 0  # sources retired (kept as they retire: every re-solve asks)
     removed_count: int = 0  # sources removed by the user, likewise
     source_crawls: int = 0  # Σ crawls of the sources (kept as they happen: reports sample it)
+    # Sources whose status changed since the last :meth:`status_rows` (a snapshot re-copies
+    # only those), and the rows it copied.
+    changed_sources: set[int] = field(default_factory=set)
+    _status_rows: list[tuple[Any, ...]] = field(default_factory=list)
     # One sample per re-solve (see :meth:`record`), for reports: thinned to every other one
     # when it passes HISTORY_LIMIT, so a long crawl keeps its whole span at a coarser grain.
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -120,13 +156,17 @@ class CrawlState:
 
     def __post_init__(self) -> None:
         cfg = self.config
+        self.seen = FingerprintSet(cfg.seen_ttl)
+        self.fetched = FingerprintSet(cfg.seen_ttl)
         self.learner = SourceLearner(
             0,
             history=cfg.history_size,
             bin_width=cfg.click_bin,
             bins=cfg.click_bins,
             grace=cfg.click_push_period,
-            cold=ColdStart(profit=cfg.default_profit),
+            # Without clicks, a page is worth P halving every default_half_life seconds
+            # (docs/how-it-works.rst, "Without a click feed").
+            cold=ColdStart(profit=cfg.default_profit, decay=math.log(2.0) / cfg.default_half_life),
             # P and μ are refitted once per push of the click log (the paper's "logs push
             # period"): clicks come in that often.
             refit_every=cfg.click_push_period,
@@ -173,6 +213,7 @@ class CrawlState:
         self.removed_count -= status.removed
         status.retired = status.removed = False
         status.failures = 0
+        self.changed_sources.add(source)
         self._last_crawl[source] = math.nan  # due now, as a new source
         return True
 
@@ -184,6 +225,7 @@ class CrawlState:
             return False
         status.removed = True
         self.removed_count += 1
+        self.changed_sources.add(source)
         self._last_crawl[source] = RETIRED
         self.frontier.drop(source)
         return True
@@ -198,6 +240,7 @@ class CrawlState:
         """robots.txt forbids ``source``: ask again after ``recheck`` seconds (robots.txt
         changes), without counting a failure."""
         self.sources[source].robots_blocked += 1
+        self.changed_sources.add(source)
         self._last_crawl[source] = now + recheck
 
     @property
@@ -216,18 +259,20 @@ class CrawlState:
         The first crawl of a source only records what is there, but for the ``fresh``
         links."""
         status = self.sources[source]
+        self.changed_sources.add(source)
         first = status.crawls == 0
         fetched = self._fetch_time(status, fetched)
-        new = []
-        seen, sources = self.seen, self.source_ids
-        for link in links:
-            key = fold_scheme(link)
-            mark = fingerprint(key)
-            if mark in seen or (key is not link and fingerprint(link) in seen):
-                continue  # (the second test: earlier builds stored http links unfolded)
-            seen.add(mark)
-            if key not in sources:  # a link to another source (navigation) is not a page
-                new.append(link)
+        keys = [fold_scheme(link) for link in links]
+        unseen = self.seen.add_new([fingerprint(key) for key in keys], fetched)
+        sources = self.source_ids
+        # (A link to another source is navigation, not a page.)
+        new = [
+            link
+            for link, key, is_new in zip(links, keys, unseen, strict=True)
+            if is_new and key not in sources
+        ]
+        if self.unfolded_http:  # earlier builds remembered http links unfolded
+            new = [link for link in new if fingerprint(link) not in self.seen]
         if first:
             new = [link for link in new if link in fresh] if fresh else []
         status.new_links += len(new)
@@ -238,6 +283,7 @@ class CrawlState:
     def source_not_modified(self, source: int, fetched: float) -> None:
         """A 304: a crawl that found nothing new."""
         status = self.sources[source]
+        self.changed_sources.add(source)
         status.not_modified += 1
         if status.crawls:
             self.learner.record_crawl(source, self._fetch_time(status, fetched), 0)
@@ -247,6 +293,7 @@ class CrawlState:
         broken source does not eat the budget, and retire it after ``source_max_failures``
         in a row. Returns the back-off in seconds (``inf``: retired)."""
         status = self.sources[source]
+        self.changed_sources.add(source)
         status.failures += 1
         cfg = self.config
         if status.failures >= cfg.source_max_failures:
@@ -272,6 +319,19 @@ class CrawlState:
         self.source_crawls += 1
         status.failures = 0
         return fetched
+
+    def status_rows(self) -> list[tuple[Any, ...]]:
+        """Every source's status as a tuple (:data:`STATUS_FIELDS` in order), copied afresh
+        only for the sources changed since the last call: a snapshot taken on the reactor
+        costs what changed, not what is held. (A status changed other than through this
+        class's methods must be added to ``changed_sources``.)"""
+        rows, sources = self._status_rows, self.sources
+        if len(rows) < len(sources):
+            rows.extend(map(_status_row, sources[len(rows) :]))
+        for source in self.changed_sources:
+            rows[source] = _status_row(sources[source])
+        self.changed_sources.clear()
+        return list(rows)
 
     # -- history --------------------------------------------------------------------------
     def record(self, now: float, **figures: Any) -> None:
@@ -307,7 +367,7 @@ class CrawlState:
         URLs (where it redirected, its canonical link)."""
         key = self.page_key(page)
         self.crawled_pages += 1
-        self.fetched.add(fingerprint(key))
+        self.fetched.add(fingerprint(key), crawled)
         for alias in aliases:
             try:
                 other = self.config.identity.key(alias)
@@ -317,7 +377,8 @@ class CrawlState:
             # (A URL fetched as a page of its own keeps its own clicks.)
             if other != key and other not in self.aliases and mark not in self.fetched:
                 self.aliases[other] = key
-                self.seen.add(mark)  # a source listing it later shows nothing new
+                self.alias_times.append((crawled, other))
+                self.seen.add(mark, crawled)  # a source listing it later shows nothing new
         self.learner.add_page(key, source=source, appeared=appeared, crawled=crawled)
 
     def page_key(self, clean_url: str) -> str:
@@ -334,5 +395,29 @@ class CrawlState:
             return False
         return fingerprint(self.aliases.get(key, key)) in self.fetched
 
+    # -- bounded state --------------------------------------------------------------------
+    def housekeeping(self, now: float) -> list[Housekeeping]:
+        """Forget aliases older than ``seen_ttl`` now, and the merges of the fingerprint sets
+        that are due (the O(n) part, for the driver to run where it likes)."""
+        cutoff = now - self.config.seen_ttl
+        times, aliases = self.alias_times, self.aliases
+        while times and times[0][0] < cutoff:
+            aliases.pop(times.popleft()[1], None)
+        jobs = []
+        for what, fingerprints in (("seen links", self.seen), ("fetched pages", self.fetched)):
+            work = fingerprints.merge_job(now)
+            if work is not None:
+                jobs.append(
+                    Housekeeping(what, work, fingerprints.install, fingerprints.merge_failed)
+                )
+        return jobs
 
-__all__ = ["CrawlState", "SourceStatus", "StateConfig", "fingerprint"]
+
+__all__ = [
+    "STATUS_FIELDS",
+    "CrawlState",
+    "Housekeeping",
+    "SourceStatus",
+    "StateConfig",
+    "fingerprint",
+]

@@ -151,3 +151,24 @@ def test_a_backing_off_source_is_not_recrawled_early(policy: str, picked: int) -
     last_crawl = np.array([1000.0 + 6 * 3600.0, 900.0])
     chosen, _ = make_policy(policy)._early_recrawl(1000.0, last_crawl, plan)  # type: ignore[attr-defined]
     assert chosen == picked
+
+
+def test_site_weights_scale_each_sites_value_in_the_plan() -> None:
+    def plan(weights: dict[str, float]) -> np.ndarray:
+        crawl = CrawlCore(
+            SimSettings(crawl_rate=0.01, site_weights=weights), make_policy("echo-newpages")
+        )
+        urls = ["https://a.example/", "https://www.b.example/", "https://c.example/"]
+        for t in (0.0, 600.0, 1200.0):  # the same new links a crawl on each
+            for source, url in enumerate(urls):
+                links = [(f"{url}{t:.0f}-{k}", None) for k in range(3)]
+                crawl.apply(SourceFetched(url, t + source, tuple(links)))
+        result = crawl.replan(1300.0, 0.01)
+        assert result.estimates.profit.size == 3
+        return result.estimates.profit
+
+    even = plan({})
+    assert even[0] == pytest.approx(even[1]) == pytest.approx(even[2])
+    # By host first (www.b.example), else by site (a.example for a.example's hosts).
+    weighted = plan({"a.example": 3.0, "www.b.example": 0.5, "b.example": 10.0})
+    np.testing.assert_allclose(weighted, even * [3.0, 0.5, 1.0])

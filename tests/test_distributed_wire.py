@@ -3,6 +3,8 @@ is refused without running anything."""
 
 from __future__ import annotations
 
+import gc
+import json
 import pickle
 from typing import Any
 
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from scrapy_echo import codec
 from scrapy_echo.distributed.wire import InvalidPayload, decode_request, encode_request
 from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.state import fingerprint
 
 
 class Spider(scrapy.Spider):
@@ -190,3 +193,74 @@ def test_planner_state_round_trips_through_a_snapshot() -> None:
     assert back.source_crawled(0, 300.0, ["http://a.test/old", "http://a.test/3"]) == [
         "http://a.test/3"
     ]
+
+
+def test_large_arrays_are_stored_in_parts_and_streamed_as_the_same_json() -> None:
+    big = np.arange(codec.PART_BYTES // 8 * 2 + 5, dtype=np.uint64) * 7919
+    value = {"seen": big, "small": np.arange(3.0), "n": 1}
+    tagged = codec._encode(value)
+    stored = dict(tagged["v"])["seen"]
+    assert "data" not in stored and len(stored["parts"]) == 3
+    streamed = "".join(codec.dump_chunks(value)).encode()
+    assert streamed == codec.dumps(value)
+    back = codec.loads(streamed)
+    np.testing.assert_array_equal(back["seen"], big)
+    assert back["seen"].dtype == np.uint64
+    stored["parts"][1] = stored["parts"][1][:-4]  # a part cut short: not an array
+    with pytest.raises(codec.CodecError):
+        codec.loads(json.dumps(tagged).encode())
+
+
+def test_snapshot_is_what_the_state_was_when_captured() -> None:
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_echo import snapshot
+    from scrapy_echo.core.events import SourceFetched
+    from scrapy_echo.runtime import EchoRuntime
+
+    crawler = get_crawler(Spider, {"ECHO_SOURCES": ["http://a.test/", "http://b.test/"]})
+    crawler.spider = SPIDER
+    runtime = EchoRuntime.of(crawler)
+    for url in ("http://a.test/", "http://b.test/"):
+        runtime.state.add_source(url)
+    core = runtime.core
+
+    def crawl(t: float, *links: str, etag: str | None = None) -> None:
+        shown = tuple((link, None) for link in links)
+        core.apply(SourceFetched("http://a.test/", t, shown, etag=etag))
+
+    def encode(request: scrapy.Request) -> str:
+        return encode_request(request, SPIDER, own_callback)
+
+    crawl(100.0, "http://a.test/1", etag='"v1"')
+    first = snapshot.capture(runtime, encode)
+    crawl(200.0, "http://a.test/1", "http://a.test/2", etag='"v2"')  # after the capture
+    second = snapshot.capture(runtime, encode)
+    crawl(300.0, "http://a.test/3")
+    was = snapshot.read(first.to_bytes())
+    assert was["sources"][0].etag == '"v1"' and was["sources"][0].crawls == 1
+    assert was["sources"][0].new_links == 1
+    assert {int(m) for m in was["seen"]} == {fingerprint("https://a.test/1")}
+    now = snapshot.read(second.to_bytes())  # only the changed source is copied again
+    # (ECHO_BACKLOG "crawl": the first crawl's link was new too.)
+    assert now["sources"][0].etag == '"v2"' and now["sources"][0].new_links == 2
+    assert now["sources"][1].crawls == 0
+    assert len(now["seen"]) == 2 and len(now["seen_times"]) == 2
+
+
+def test_the_collector_pause_nests_and_leaves_a_paused_collector_paused() -> None:
+    from scrapy_echo.snapshot import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # someone else paused it: theirs to resume
+    finally:
+        gc.enable()

@@ -5,16 +5,18 @@ from __future__ import annotations
 import logging
 import pickle
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest_twisted
 import scrapy
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
 from scrapy_echo.extension import EchoExtension
-from scrapy_echo.jobdir import FILE_NAME
+from scrapy_echo.jobdir import FILE_NAME, read_checkpoint
 from scrapy_echo.runtime import EchoRuntime
 from scrapy_echo.scheduler import EchoScheduler
 
@@ -172,3 +174,71 @@ def test_a_legacy_pickle_checkpoint_is_read_once_and_replaced(tmp_path) -> None:
     assert [r.url for r in scheduler.plain] == ["http://a.test/plain"]
     scheduler.close("shutdown")
     assert (job / FILE_NAME).exists() and not (job / LEGACY_FILE_NAME).exists()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_periodic_save_is_written_on_a_thread_and_the_newest_checkpoint_wins(
+    tmp_path,
+) -> None:
+    scheduler = open_scheduler(str(tmp_path / "job"), str(tmp_path / "c.jsonl"))
+    state = scheduler.state
+    state.source_crawled(0, 900.0, ["http://a.test/old"])
+    reactor_thread = threading.get_ident()
+    writers: list[int] = []
+    write = scheduler.checkpointer._write
+
+    def spy(*args: Any) -> None:
+        writers.append(threading.get_ident())
+        write(*args)
+
+    scheduler.checkpointer._write = spy  # type: ignore[method-assign]
+    written = scheduler.checkpointer.save()
+    assert written is not None
+    # The crawl goes on while the thread writes: what it sees now is not in this checkpoint.
+    state.source_crawled(0, 950.0, ["http://a.test/old", "http://a.test/new"])
+    await written
+    assert writers and writers[0] != reactor_thread
+    saved = read_checkpoint(tmp_path / "job" / FILE_NAME)
+    assert saved["sources"][0].new_links == 0
+    assert scheduler.crawler.stats.get_value("echo/jobdir/saves") == 1
+
+    # An older capture written after a newer one is dropped: the file keeps the newest.
+    older = scheduler.checkpointer._capture()
+    scheduler.close("shutdown")  # captures and writes the newest state at once
+    assert older is not None
+    scheduler.checkpointer._write(*older)
+    assert read_checkpoint(tmp_path / "job" / FILE_NAME)["sources"][0].new_links == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_failed_save_is_logged_and_counted_and_the_loop_goes_on(tmp_path, caplog) -> None:
+    job = tmp_path / "job"
+    scheduler = open_scheduler(str(job), str(tmp_path / "c.jsonl"))
+    scheduler.checkpointer.path = tmp_path / "a-file" / FILE_NAME
+    (tmp_path / "a-file").write_text("not a directory")
+    with caplog.at_level(logging.ERROR, logger="scrapy_echo.jobdir"):
+        await scheduler.checkpointer.save()
+    assert "failed" in caplog.text
+    assert scheduler.crawler.stats.get_value("echo/jobdir/failed_saves") == 1
+    scheduler.checkpointer.path = job / FILE_NAME
+    await scheduler.checkpointer.save()
+    assert (job / FILE_NAME).exists()
+
+
+def test_seen_links_expire_across_a_restart(tmp_path) -> None:
+    day = 86400.0
+    first = open_scheduler(str(tmp_path / "job"), str(tmp_path / "c.jsonl"))
+    first.state.source_crawled(0, 900.0, ["http://a.test/0"])
+    first.state.source_crawled(0, 950.0, ["http://a.test/0", "http://a.test/1"])
+    first.close("shutdown")
+
+    second = open_scheduler(str(tmp_path / "job"), str(tmp_path / "c.jsonl"))
+    state = second.state
+    later = 950.0 + 31 * day  # a month on: 0 and 1 are no longer listed, 2 is
+    assert state.source_crawled(0, later, ["http://a.test/2"]) == ["http://a.test/2"]
+    for job in state.housekeeping(later + 5 * day):
+        job.done(job.work())
+    assert state.source_crawled(0, later + 5 * day, ["http://a.test/1", "http://a.test/2"]) == [
+        "http://a.test/1"  # forgotten, so new again; 2 was seen 5 days ago
+    ]
+    second.close("shutdown")

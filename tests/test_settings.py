@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -92,6 +93,13 @@ def test_disabled_is_bare_not_configured() -> None:
         ("ECHO_PLAIN_SHARE", 1.5, "ECHO_PLAIN_SHARE (1.5) must be a finite number >= 0 and <= 1"),
         ("ECHO_CLICK_FEED", "clicks.txt", "ECHO_CLICK_FEED ('clicks.txt') must end in .jsonl"),
         ("ECHO_SAME_SITE", "maybe", "ECHO_SAME_SITE ('maybe') must be true or false"),
+        ("ECHO_SEEN_TTL", -1, "ECHO_SEEN_TTL (-1) must be a finite number >= 0"),
+        ("ECHO_DEFAULT_HALF_LIFE", 0, "ECHO_DEFAULT_HALF_LIFE (0) must be a finite number > 0"),
+        ("ECHO_SITE_WEIGHTS", ["a.com"], "ECHO_SITE_WEIGHTS (['a.com']) must map host or site"),
+        ("ECHO_SITE_WEIGHTS", {"a.com": -1}, "ECHO_SITE_WEIGHTS ({'a.com': -1}) must map host"),
+        ("ECHO_SITE_WEIGHTS", {"a.com": "x"}, "ECHO_SITE_WEIGHTS ({'a.com': 'x'}) must map"),
+        ("ECHO_SITE_WEIGHTS", {"a.com": True}, "ECHO_SITE_WEIGHTS ({'a.com': True}) must map"),
+        ("ECHO_SITE_WEIGHTS", "{a.com", "ECHO_SITE_WEIGHTS ('{a.com') must be a dict or its JSON"),
         (
             "ECHO_SOURCES",
             ["ftp://x/"],
@@ -134,3 +142,13 @@ def test_addon_enables_every_component_unless_disabled() -> None:
     off = get_crawler(settings_dict={"ADDONS": {"scrapy_echo.Addon": 0}, "ECHO_ENABLED": False})
     assert off.settings["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"
     assert not any("Echo" in str(k) for k in off.settings.getdict("SPIDER_MIDDLEWARES"))
+
+
+def test_bounded_state_and_no_click_settings() -> None:
+    assert config().seen_ttl == 30 * 86400.0
+    assert config(ECHO_SEEN_TTL=0).seen_ttl == math.inf
+    assert config(ECHO_DEFAULT_HALF_LIFE="3600").default_half_life == 3600.0
+    assert config().site_weights == {}
+    weights = config(ECHO_SITE_WEIGHTS='{"News.Example.": 3, "b.org": 0.5}').site_weights
+    assert weights == {"news.example": 3.0, "b.org": 0.5}  # (from -s: JSON; names folded)
+    assert config(ECHO_SITE_WEIGHTS={"a.com": 2}).site_weights == {"a.com": 2.0}

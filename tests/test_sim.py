@@ -138,3 +138,28 @@ def test_cli_reports_bad_arguments(tmp_path: Path) -> None:
         text=True,
     )
     assert bad.returncode == 2 and "error:" in bad.stderr
+
+
+def test_without_clicks_freshness_is_scored_and_the_clicks_change_nothing(small_trace) -> None:
+    settings = SimSettings(crawl_rate=0.01, clicks=False, default_half_life=3600.0)
+    replay = simulate(small_trace, make_policy("echo-newpages"), settings)
+    bound, per_page = upper_bound(small_trace, half_life=3600.0)
+    assert set(per_page.tolist()) == {1.0}  # each page worth 1 crawled at once
+    s = score(small_trace, replay, bound=bound, half_life=3600.0)
+    assert 0.0 < s.fraction_of_upper_bound < 1.0
+    crawled = ~np.isnan(replay.crawled)
+    delay = replay.crawled[crawled] - small_trace.page_created[crawled]
+    inside = (replay.crawled >= small_trace.warmup) & (
+        small_trace.page_created >= small_trace.warmup
+    )
+    expected = np.exp2(-(replay.crawled - small_trace.page_created) / 3600.0)[inside & crawled]
+    span = small_trace.duration - small_trace.warmup
+    assert s.profit_per_second == pytest.approx(expected.sum() / span)
+    assert (delay >= 0).all()
+    # The trace's clicks reach the crawler only with clicks on: without, another trace's
+    # clicks give the same replay; with, the learner uses them and the replay differs.
+    silent = Trace(**{**small_trace.__dict__, "click_count": small_trace.click_count * 0 + 7})
+    again = simulate(silent, make_policy("echo-newpages"), settings)
+    np.testing.assert_array_equal(again.crawled, replay.crawled)
+    with_clicks = simulate(small_trace, make_policy("echo-newpages"), SimSettings(crawl_rate=0.01))
+    assert not np.array_equal(with_clicks.crawled, replay.crawled, equal_nan=True)

@@ -34,11 +34,12 @@ from scrapy_echo.core.events import (
     SourceNotModified,
     SourceRemoved,
 )
-from scrapy_echo.identity import fold_scheme
+from scrapy_echo.identity import fold_scheme, site_of_host
+from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.limits import ScheduleLimits
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Decision, Policy
-from scrapy_echo.state import CrawlState, StateConfig, fingerprint
+from scrapy_echo.state import CrawlState, Housekeeping, StateConfig, fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,10 @@ class CrawlCore:
         self.solves = 0
         self._host_of: list[int] = []  # per source, its host's index in _hosts
         self._hosts: dict[str, int] = {}
+        self._weights: list[float] = []  # per source, its site's weight (site_weights)
+        # Runs the state's upkeep at each re-plan: inline here (the simulator); a live crawl
+        # puts the O(n) part on a thread so the reactor never waits for it.
+        self.run_housekeeping: Callable[[Housekeeping], None] = run_inline
 
     # -- observations ----------------------------------------------------------------------
     def apply(self, event: Event) -> list[NewPage]:
@@ -156,6 +161,7 @@ class CrawlCore:
         state = self.state
         status = state.sources[source]
         status.etag, status.last_modified = event.etag, event.last_modified
+        state.changed_sources.add(source)
         previous = status.last_fetched
         urls = [url for url, _ in event.links] if event.links else []
         if math.isnan(state.started):
@@ -191,6 +197,20 @@ class CrawlCore:
             appeared = stated if fits and stated is not None else midpoint
             pages.append(NewPage(url, source, status.url, appeared, window, fetched))
         return pages
+
+    def site_weights(self) -> FloatArray | None:
+        """Per source, the weight ``ECHO_SITE_WEIGHTS`` gives its host, else its site, else 1;
+        ``None`` when no weight is set (docs/how-it-works.rst, "Without a click feed")."""
+        given = self.config.site_weights
+        if not given:
+            return None
+        sources = self.state.sources
+        weights = self._weights
+        while len(weights) < len(sources):
+            host = urlsplit(sources[len(weights)].url).hostname or ""
+            weight = given.get(host)
+            weights.append(given.get(site_of_host(host), 1.0) if weight is None else weight)
+        return np.array(weights, dtype=np.float64)
 
     def limits(self, capacity: Callable[[str], float] | None = None) -> ScheduleLimits:
         """The plan's limits past the budget: each source's host (the host name of its URL:
@@ -228,7 +248,17 @@ class CrawlCore:
         """Fresh estimates and a fresh schedule under ``budget`` (pages/s), and under
         ``capacity(host)`` requests/s per host if given; a history sample."""
         self.policy.limits = self.limits(capacity)
+        for job in self.state.housekeeping(now):
+            self.run_housekeeping(job)
         estimates = self.state.learner.estimates(now)
+        weights = self.site_weights()
+        if weights is not None:  # the user's value of each site's pages, clicks or not
+            mean = estimates.mean_clicks
+            estimates = replace(
+                estimates,
+                profit=estimates.profit * weights,
+                mean_clicks=None if mean is None else mean * weights,
+            )
         off = self.state.off_schedule()
         if off:  # retired or removed: never crawled again, no share of the budget either
             link_rate = estimates.link_rate.copy()
@@ -244,3 +274,13 @@ class CrawlCore:
             dropped=int(getattr(self.policy, "dropped_pages", 0)),
         )
         return plan
+
+
+def run_inline(job: Housekeeping) -> None:
+    """Run a piece of upkeep here and now."""
+    try:
+        result = job.work()
+    except BaseException:
+        job.failed()
+        raise
+    job.done(result)

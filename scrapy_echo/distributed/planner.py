@@ -216,12 +216,14 @@ class Planner:
     def snapshot_due(self, now: float) -> bool:
         return now - self._saved_at >= self.config.redis_snapshot_interval
 
-    def snapshot(self, now: float) -> tuple[bytes, str]:
-        data, skipped = snapshots.dump(self.runtime, self.scheduler.encode)
-        if skipped:
-            self.scheduler.count_rejected("unencodable", skipped)
+    def snapshot(self, now: float) -> tuple[snapshots.Captured, str]:
+        """The state captured now (cheap), to encode and save on the Redis thread, and the
+        last event it includes."""
+        captured = snapshots.capture(self.runtime, self.scheduler.encode)
+        if captured.skipped:
+            self.scheduler.count_rejected("unencodable", captured.skipped)
         self._saved_at = now
-        return data, self.last_event
+        return captured, self.last_event
 
 
 def request_id(request: Request) -> str:

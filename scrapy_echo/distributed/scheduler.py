@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
+    from scrapy_echo import snapshot as snapshots
     from scrapy_echo.runtime import EchoRuntime
 
 logger = logging.getLogger(__name__)
@@ -176,8 +177,8 @@ class DistributedScheduler(EchoComponent):
     def _final_round(self) -> None:
         self.store.exchange(self.outbox, **self._exchange_options())
         if self.planner.active:
-            data, event_id = self.planner.snapshot(time.time())
-            self.store.save_snapshot(self.token, data, event_id)
+            captured, event_id = self.planner.snapshot(time.time())
+            self.store.save_snapshot(self.token, captured.to_bytes(), event_id)
             self.store.release_solver(self.token)
 
     def has_pending_requests(self) -> bool:
@@ -386,11 +387,16 @@ class DistributedScheduler(EchoComponent):
         return writes.addCallbacks(self._written, self._writes_failed)
 
     def _planner_writes(
-        self, chosen: list[tuple[str, float, str]], snapshot: tuple[bytes, str] | None
+        self,
+        chosen: list[tuple[str, float, str]],
+        snapshot: tuple[snapshots.Captured, str] | None,
     ) -> bool:
         if chosen and self.store.push(self.token, chosen) < 0:
             return False
-        return snapshot is None or self.store.save_snapshot(self.token, *snapshot)
+        if snapshot is None:
+            return True
+        captured, event_id = snapshot  # (encoded here, on the Redis thread)
+        return self.store.save_snapshot(self.token, captured.to_bytes(), event_id)
 
     def _written(self, held: bool) -> None:
         if not held:

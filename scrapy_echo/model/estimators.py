@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,17 +130,25 @@ class CrawlHistory:
             return np.where(span > 0, links / span, np.nan)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain lists, for JSON persistence."""
-        return {
+        """Plain lists and arrays, for persistence."""
+        return self.captured()()
+
+    def captured(self) -> Callable[[], dict[str, Any]]:
+        """:meth:`to_dict` in two steps: copies taken now (cheap), the data handed out by the
+        function returned, on any thread, later."""
+        data = {
             "history": self.history,
             "memory": self.memory,
             "long_links": list(self.long_links),
             "long_span": list(self.long_span),
-            "times": [[None if t != t else t for t in row] for row in self.times.tolist()],
-            "counts": self.counts.tolist(),
+            # Arrays, not a list per source: no object per source for the encoder to make
+            # (from_dict reads either).
+            "times": self.times.copy(),
+            "counts": self.counts.copy(),
             "filled": list(self.filled),
             "next": list(self.next),
         }
+        return lambda: data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CrawlHistory:

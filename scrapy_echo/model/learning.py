@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -187,10 +187,20 @@ class SourceLearner:
     def to_data(self) -> dict[str, Any]:
         """Plain data for a snapshot; :meth:`from_data` reverses it. The click fit is not
         saved: the first estimates after a restore refit it."""
-        return {
+        return self.captured()()
+
+    def captured(self) -> Callable[[], dict[str, Any]]:
+        """:meth:`to_data` in two steps: what changes is copied now, and the function returned
+        builds the data from the copies on any thread, later (a crawl's save must not stall
+        it: the per-source lists are the slow part)."""
+        crawls = self.crawls.captured()
+        clicks = {
+            key: value.copy() if isinstance(value, np.ndarray) else value
+            for key, value in self.clicks.to_data().items()
+        }
+        data = {
             "sources": self._sources,
-            "crawls": self.crawls.to_dict(),
-            "clicks": self.clicks.to_data(),
+            "clicks": clicks,
             "cold": dataclasses.asdict(self.cold),
             "pending_horizon": self.pending_horizon,
             "max_pending": self.max_pending,
@@ -198,6 +208,7 @@ class SourceLearner:
             "dropped_clicks": self.dropped_clicks,
             "refit_every": self.refit_every,
         }
+        return lambda: {**data, "crawls": crawls()}
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> SourceLearner:

@@ -36,6 +36,22 @@ def page_profit(
     )
 
 
+def freshness_profit(crawl_time: ArrayLike, created: ArrayLike, *, half_life: float) -> FloatArray:
+    """Without a click feed, what each page is worth: 1 if crawled the moment it appeared,
+    halving every ``half_life`` seconds of delay, 0 if never crawled (docs/how-it-works.rst,
+    "Without a click feed"). The upper bound is 1 a page.
+
+    >>> freshness_profit([0.0, 10.0, np.nan], [0.0, 0.0, 0.0], half_life=10.0).tolist()
+    [1.0, 0.5, 0.0]
+    """
+    if not half_life > 0:
+        raise ValueError(f"half_life must be > 0, got {half_life!r}")
+    crawled = np.asarray(crawl_time, dtype=np.float64)
+    delay = np.maximum(crawled - np.asarray(created, dtype=np.float64), 0.0)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(crawled), 0.0, np.exp2(-delay / half_life))
+
+
 def overall_profit_rate(
     crawl_time: ArrayLike, profit: ArrayLike, *, start: float, end: float
 ) -> float:

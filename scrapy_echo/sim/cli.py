@@ -57,12 +57,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     rates = _rates(args.rates)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    bound, _ = upper_bound(trace)
+    bound, _ = upper_bound(trace, half_life=_half_life(args))
     scores: list[Score] = []
     for rate in rates:
         for name in policies:
             scores.append(_run_one(trace, name, rate, args, bound))
-    print(_table(scores, policies, rates, bound))
+    unit = "fresh pages/s (no clicks)" if args.no_clicks else "clicks/s"
+    print(_table(scores, policies, rates, bound, unit))
     (out / "results.json").write_text(
         json.dumps([s.as_dict() for s in scores], indent=2) + "\n", encoding="utf-8"
     )
@@ -75,7 +76,7 @@ def cmd_needed_rate(args: argparse.Namespace) -> int:
     trace = _trace(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    bound, _ = upper_bound(trace)
+    bound, _ = upper_bound(trace, half_life=_half_life(args))
     found = []
     for name in _policies(args.policies):
 
@@ -132,13 +133,20 @@ def _run_one(trace: Trace, name: str, rate: float, args: argparse.Namespace, bou
         click_bin=args.click_bin,
         click_bins=args.click_bins,
         default_profit=args.default_profit,
+        default_half_life=args.half_life,
         clicks_before_crawl=not args.search_log,
+        clicks=not args.no_clicks,
     )
     started = time.monotonic()
     bar = _Progress(f"{name} @ {rate:g}/s")
     replay = simulate(trace, make_policy(name, seed=args.seed), settings, progress=bar)
     bar.done(time.monotonic() - started)
-    return score(trace, replay, bound=bound, window=args.window)
+    return score(trace, replay, bound=bound, window=args.window, half_life=_half_life(args))
+
+
+def _half_life(args: argparse.Namespace) -> float | None:
+    """The no-click metric's half-life, or ``None`` for the paper's click metric."""
+    return float(args.half_life) if args.no_clicks else None
 
 
 def _trace(args: argparse.Namespace) -> Trace:
@@ -193,7 +201,9 @@ def _rates(spec: str) -> list[float]:
     return rates
 
 
-def _table(scores: list[Score], policies: list[str], rates: list[float], bound: float) -> str:
+def _table(
+    scores: list[Score], policies: list[str], rates: list[float], bound: float, unit: str
+) -> str:
     by = {(s.policy, s.rate): s for s in scores}
     head = "| policy | " + " | ".join(f"{r:g} crawls/s" for r in rates) + " |"
     rule = "|---|" + "---|" * len(rates)
@@ -206,7 +216,7 @@ def _table(scores: list[Score], policies: list[str], rates: list[float], bound: 
         + " |"
         for name in policies
     ]
-    note = f"\nprofit per second (fraction of the upper bound, {bound:.4g} clicks/s)"
+    note = f"\nprofit per second (fraction of the upper bound, {bound:.4g} {unit})"
     return "\n".join([head, rule, *rows]) + note
 
 
@@ -330,6 +340,19 @@ def _parser() -> argparse.ArgumentParser:
             "own log); default: all its clicks once crawled (site analytics)",
         )
         p.add_argument("--window", type=float, default=86400.0, help="dynamic profit, s (1 day)")
+        p.add_argument(
+            "--no-clicks",
+            action="store_true",
+            help="the crawler gets no click log (a monitor without a click feed), and a "
+            "page is scored 1 crawled at once, halving every --half-life seconds of delay",
+        )
+        p.add_argument(
+            "--half-life",
+            type=float,
+            default=6 * 3600.0,
+            help="s: the value of a page without click data halves in (21600, as "
+            "ECHO_DEFAULT_HALF_LIFE)",
+        )
 
     run = sub.add_parser("run", help="compare policies at several crawl rates")
     common(run)

@@ -48,12 +48,17 @@ class SimSettings:
     click_bin: float = 1200.0  # seconds per age bin of the click fit
     click_bins: int = 72  # age bins fitted (a day at 20 min)
     default_profit: float = 1.0  # P of a source before any click data
+    default_half_life: float = 6 * 3600.0  # s the value of a page halves in, before click data
+    site_weights: dict[str, float] = field(default_factory=dict, compare=False)
+    # False: the crawler gets no click log (a monitor without a click feed)
+    clicks: bool = True
     failure_backoff: float = 60.0  # (sources never fail in a replay)
     failure_backoff_max: float = 6 * 3600.0
     source_max_failures: int = 10
     backlog: str = "skip"  # a replay starts with empty sources: nothing listed is old
     min_interval: float = 0.0  # seconds; bounds of every source's interval (echo-newpages)
     max_interval: float = math.inf
+    seen_ttl: float = 30 * 86400.0  # seconds a link is remembered unseen, as ECHO_SEEN_TTL
     # True: the click log has every click of a crawled page, also those before the crawl
     # (site analytics). False: only clicks after the crawl (a search engine's own log: a page
     # it has not indexed gets no clicks from it).
@@ -62,7 +67,13 @@ class SimSettings:
     identity: PageIdentity = field(default_factory=PageIdentity, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("crawl_rate", "resolve_interval", "click_push_period", "click_bin"):
+        for name in (
+            "crawl_rate",
+            "resolve_interval",
+            "click_push_period",
+            "click_bin",
+            "default_half_life",
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
@@ -115,7 +126,8 @@ def simulate(
     for k in range(slots):
         now = k * slot
         if now >= next_push:
-            _push_clicks(core, clicks.until(next_push), replay, settings, page_urls)
+            if settings.clicks:
+                _push_clicks(core, clicks.until(next_push), replay, settings, page_urls)
             next_push += settings.click_push_period
         if now >= next_resolve:
             plan = core.replan(now, settings.crawl_rate)

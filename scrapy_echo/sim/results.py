@@ -14,7 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.metric import dynamic_profit, fraction_of_bound, page_profit
+from scrapy_echo.model.metric import (
+    dynamic_profit,
+    fraction_of_bound,
+    freshness_profit,
+    page_profit,
+)
 from scrapy_echo.sim.engine import Replay
 from scrapy_echo.sim.trace import Trace
 
@@ -43,10 +48,10 @@ class Score:
         return {k: (float(v) if isinstance(v, np.floating) else v) for k, v in out.items()}
 
 
-def upper_bound(trace: Trace) -> tuple[float, FloatArray]:
+def upper_bound(trace: Trace, *, half_life: float | None = None) -> tuple[float, FloatArray]:
     """Profit per second after warm-up if every page were crawled when created, and the
-    per-page profit behind it."""
-    bound = page_profit(trace.page_created, trace.click_page, trace.click_ts, trace.click_count)
+    per-page profit behind it; by :func:`page_value`."""
+    bound = page_value(trace, trace.page_created, half_life)
     inside = (trace.page_created >= trace.warmup) & (trace.page_created < trace.duration)
     return float(bound[inside].sum()) / (trace.duration - trace.warmup), bound
 
@@ -58,12 +63,14 @@ def score(
     bound: float | None = None,
     window: float = 86400.0,
     sample_every: float = 1800.0,
+    half_life: float | None = None,
 ) -> Score:
-    """Score ``replay`` of ``trace``; pass ``bound`` to reuse a computed upper bound."""
+    """Score ``replay`` of ``trace`` by :func:`page_value`; pass ``bound`` to reuse a computed
+    upper bound (of the same ``half_life``)."""
     if bound is None:
-        bound, _ = upper_bound(trace)
+        bound, _ = upper_bound(trace, half_life=half_life)
     span = trace.duration - trace.warmup
-    profit = page_profit(replay.crawled, trace.click_page, trace.click_ts, trace.click_count)
+    profit = page_value(trace, replay.crawled, half_life)
     inside = (replay.crawled >= trace.warmup) & (replay.crawled < trace.duration)
     # The same pages as the bound's, those created after the warm-up: counting a backlog of
     # older pages crawled after it could put a policy above the bound.
@@ -89,6 +96,15 @@ def score(
         dynamic_times=times,
         dynamic_profit=dynamic,
     )
+
+
+def page_value(trace: Trace, crawled: FloatArray, half_life: float | None) -> FloatArray:
+    """What each page earned, crawled at ``crawled``: the clicks it got from then on (the
+    paper's metric), or with ``half_life`` the metric of a crawl without a click feed, 1
+    halving every ``half_life`` seconds of delay (:func:`freshness_profit`)."""
+    if half_life is not None:
+        return freshness_profit(crawled, trace.page_created, half_life=half_life)
+    return page_profit(crawled, trace.click_page, trace.click_ts, trace.click_count)
 
 
 def _median(values: FloatArray) -> float:
