@@ -106,7 +106,7 @@ class Checkpointer:
     def enabled(self) -> bool:
         return self.path is not None
 
-    def save(self) -> Deferred[None] | None:
+    def save(self) -> Deferred[bool] | None:
         """Take a checkpoint: the state is captured here, on the reactor (cheap: see
         :func:`scrapy_echo.snapshot.capture`), and encoded and written on a thread, so a big
         state never stalls the crawl. Returns when the file is written (the checkpoint loop
@@ -117,7 +117,7 @@ class Checkpointer:
         from twisted.internet.threads import deferToThread  # (no reactor at import time)
 
         started = time.perf_counter()
-        written: Deferred[None] = deferToThread(self._write, *captured)
+        written: Deferred[bool] = deferToThread(self._write, *captured)
         how = (captured[0], started)
         written.addCallbacks(self._saved, self._save_failed, how, errbackArgs=how)
         return written
@@ -127,8 +127,7 @@ class Checkpointer:
         captured = self._capture()
         if captured is not None:
             started = time.perf_counter()
-            self._write(*captured)
-            self._saved(None, captured[0], started)
+            self._saved(self._write(*captured), captured[0], started)
 
     def _capture(self) -> tuple[int, snapshots.Captured] | None:
         if self.path is None or self.scheduler.spider is None:
@@ -138,19 +137,23 @@ class Checkpointer:
             self.runtime, self.scheduler.encode, self.scheduler.plain
         )
 
-    def _write(self, number: int, captured: snapshots.Captured) -> None:
+    def _write(self, number: int, captured: snapshots.Captured) -> bool:
+        """Write a capture unless a newer one was written meanwhile; whether it was."""
         assert self.path is not None
         with self._writing:  # one writer of the file at a time, the newest capture last
             if number <= self._written:
-                return
+                return False
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with snapshots.collector_paused():
                 write_atomically(self.path, captured.chunks())
             self._written = number
         self._unsaved_requests = captured.skipped
+        return True
 
-    def _saved(self, _: None, number: int, started: float) -> None:
+    def _saved(self, written: bool, number: int, started: float) -> None:
         assert self.path is not None
+        if not written:
+            return
         legacy = self.path.with_name(LEGACY_FILE_NAME)
         if legacy.exists():
             legacy.unlink()  # its state is in the new file now

@@ -121,26 +121,25 @@ class FingerprintSet:
         """Whether each of ``marks`` is new (not held, nor earlier in ``marks``); all are then
         held as seen at ``now``. Old ones seen again are kept for another ``ttl``."""
         self._roll(now)
-        young, closed = self._young, self._closed
-        new = [False] * len(marks)
-        unknown: list[int] = []  # positions to look up in the old arrays
-        for i, mark in enumerate(marks):
-            if mark in young:
-                continue
-            young.add(mark)  # (seen again in an older part: this renews it)
-            for part, _ in reversed(closed):  # (the newest holds most of what is seen again)
-                if mark in part:
-                    break
-            else:
-                new[i] = True
-                unknown.append(i)
-        keys = self._keys
+        young = self._young
+        # New to the young set, and added to it at once (so a repeat in marks is not new;
+        # one seen in an older part is renewed): ``set.add`` returns None.
+        new = [mark not in young and not young.add(mark) for mark in marks]  # type: ignore[func-returns-value]
+        closed, keys = self._closed, self._keys
+        if not (closed or keys.size) or not any(new):
+            return new
+        unknown = [i for i, is_new in enumerate(new) if is_new]
+        for part, _ in reversed(closed):  # (the newest holds most of what is seen again)
+            unknown = [i for i in unknown if marks[i] not in part]
         if unknown and keys.size:  # (one vectorised look-up for all: ~2 µs, one or eight)
             wanted = np.array([marks[i] for i in unknown], dtype=np.uint64)
             at = np.minimum(keys.searchsorted(wanted), keys.size - 1)
-            for i, held in zip(unknown, (keys[at] == wanted).tolist(), strict=True):
-                if held:
-                    new[i] = False
+            held = (keys[at] == wanted).tolist()
+            unknown = [i for i, was in zip(unknown, held, strict=True) if not was]
+        if len(unknown) < new.count(True):
+            new = [False] * len(new)
+            for i in unknown:
+                new[i] = True
         return new
 
     # -- periods and merges ----------------------------------------------------------------

@@ -242,6 +242,7 @@ def read(data: bytes) -> dict[str, Any]:
             for status in _source_rows(snapshot["sources"])
         ]
         snapshot["learner"] = SourceLearner.from_data(snapshot["learner"])
+        snapshot["frontier"] = _frontier_rows(snapshot["frontier"])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise codec.CodecError(f"malformed snapshot: {exc!r:.200}") from None
     return snapshot
@@ -267,7 +268,7 @@ def _frontier_table(
     return table
 
 
-def _frontier_rows(frontier: Any) -> Iterable[Sequence[Any]]:
+def _frontier_rows(frontier: Any) -> list[Sequence[Any]]:
     """``[source, request, appeared, discovered]`` per waiting page, from either form."""
     if not isinstance(frontier, dict):
         return list(frontier)

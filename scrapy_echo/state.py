@@ -262,22 +262,28 @@ class CrawlState:
         self.changed_sources.add(source)
         first = status.crawls == 0
         fetched = self._fetch_time(status, fetched)
+        new = self._new_links(links, fetched) if links else []  # (most crawls show none)
+        if first:
+            new = [link for link in new if link in fresh] if fresh else []
+        status.new_links += len(new)
+        # The first crawl only starts the λ window (CrawlHistory ignores its count).
+        self.learner.record_crawl(source, fetched, len(new))
+        return new
+
+    def _new_links(self, links: list[str], now: float) -> list[str]:
+        """The links no source showed before (now all seen); a link to another source is
+        navigation, not a page."""
         keys = [fold_scheme(link) for link in links]
-        unseen = self.seen.add_new([fingerprint(key) for key in keys], fetched)
+        unseen = self.seen.add_new([fingerprint(key) for key in keys], now)
         sources = self.source_ids
-        # (A link to another source is navigation, not a page.)
         new = [
             link
             for link, key, is_new in zip(links, keys, unseen, strict=True)
             if is_new and key not in sources
         ]
         if self.unfolded_http:  # earlier builds remembered http links unfolded
-            new = [link for link in new if fingerprint(link) not in self.seen]
-        if first:
-            new = [link for link in new if link in fresh] if fresh else []
-        status.new_links += len(new)
-        # The first crawl only starts the λ window (CrawlHistory ignores its count).
-        self.learner.record_crawl(source, fetched, len(new))
+            seen = self.seen
+            new = [u for u in new if not u.startswith("http://") or fingerprint(u) not in seen]
         return new
 
     def source_not_modified(self, source: int, fetched: float) -> None:

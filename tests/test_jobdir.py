@@ -187,9 +187,9 @@ async def test_a_periodic_save_is_written_on_a_thread_and_the_newest_checkpoint_
     writers: list[int] = []
     write = scheduler.checkpointer._write
 
-    def spy(*args: Any) -> None:
+    def spy(*args: Any) -> bool:
         writers.append(threading.get_ident())
-        write(*args)
+        return write(*args)
 
     scheduler.checkpointer._write = spy  # type: ignore[method-assign]
     written = scheduler.checkpointer.save()
@@ -206,7 +206,8 @@ async def test_a_periodic_save_is_written_on_a_thread_and_the_newest_checkpoint_
     older = scheduler.checkpointer._capture()
     scheduler.close("shutdown")  # captures and writes the newest state at once
     assert older is not None
-    scheduler.checkpointer._write(*older)
+    assert not scheduler.checkpointer._write(*older)
+    assert scheduler.crawler.stats.get_value("echo/jobdir/saves") == 2
     assert read_checkpoint(tmp_path / "job" / FILE_NAME)["sources"][0].new_links == 1
 
 
