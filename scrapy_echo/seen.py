@@ -178,9 +178,9 @@ class FingerprintSet:
         """Take the result of the last :meth:`merge_job`."""
         self._keys, self._stamps = merged.keys, merged.stamps
         self._oldest = float(merged.stamps.min()) if merged.stamps.size else math.inf
-        del self._closed[: max(self._merging, 0)]  # (sets closed since stay for the next)
+        del self._closed[: max(self._merging, 0)]
         self._merging = 0
-        self._period_closed = False
+        self._period_closed = bool(self._closed)  # (sets closed meanwhile: the next merge's)
 
     def merge_failed(self) -> None:
         """The last :meth:`merge_job` did not finish: keep the closed sets, try again later."""

@@ -218,12 +218,9 @@ class Planner:
 
     def snapshot(self, now: float) -> tuple[snapshots.Captured, str]:
         """The state captured now (cheap), to encode and save on the Redis thread, and the
-        last event it includes."""
-        captured = snapshots.capture(self.runtime, self.scheduler.encode)
-        if captured.skipped:
-            self.scheduler.count_rejected("unencodable", captured.skipped)
+        last event it includes. (Its unencodable requests are counted once it is encoded.)"""
         self._saved_at = now
-        return captured, self.last_event
+        return snapshots.capture(self.runtime, self.scheduler.encode), self.last_event
 
 
 def request_id(request: Request) -> str:

@@ -396,7 +396,12 @@ class DistributedScheduler(EchoComponent):
         if snapshot is None:
             return True
         captured, event_id = snapshot  # (encoded here, on the Redis thread)
-        return self.store.save_snapshot(self.token, captured.to_bytes(), event_id)
+        data = captured.to_bytes()
+        if captured.skipped:
+            from twisted.internet import reactor  # (no reactor at import time)
+
+            reactor.callFromThread(self.count_rejected, "unencodable", captured.skipped)
+        return self.store.save_snapshot(self.token, data, event_id)
 
     def _written(self, held: bool) -> None:
         if not held:
