@@ -136,12 +136,12 @@ def capture(
     runtime: EchoRuntime, encode: Callable[[Request], str], plain: Iterable[Request] = ()
 ) -> Captured:
     """The runtime's state (and ``plain`` requests), copied where it changes: cheap enough for
-    the reactor (the fingerprint sets copy only their young parts, the per-source lists are
-    built later; docs/monitor.rst, "Bounded state"), and encoded by :meth:`Captured.chunks`
-    on any thread.
+    the reactor (the fingerprint sets close their young parts instead of copying them; only
+    the sources changed since the last capture are copied again; docs/monitor.rst, "Bounded
+    state"), and encoded by :meth:`Captured.chunks` on any thread.
 
-    Waiting requests are encoded then too: a waiting request is never changed, and one the
-    crawl takes meanwhile (its middlewares may change it) was waiting when captured."""
+    The waiting requests are encoded there too: a waiting request is never changed, and one
+    the crawl takes meanwhile (its middlewares may change it) was waiting when captured."""
     state = runtime.state
     now = runtime.clock()
     stored = _Counted(_retried(encode))
