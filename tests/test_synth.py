@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -75,8 +77,36 @@ def test_news_clicks_come_sooner_than_blog_clicks() -> None:
         ({"days": 3, "warmup_days": 5}, "warmup_days"),
         ({"news_share": 2.0}, "news_share"),
         ({"hub_items": (20, 10)}, "hub_items"),
+        ({"signal_recall": 1.5}, "signal_recall"),
+        ({"signal_precision": 0.0}, "signal_precision"),
+        ({"signal_noise_per_day": -1.0}, "signal_noise_per_day"),
+        ({"signal_delay": -1.0}, "signal_delay"),
     ],
 )
 def test_bad_parameters_name_the_field(kwargs, field) -> None:
     with pytest.raises(ValueError, match=field):
         SynthParams(**kwargs)
+
+
+def test_signals_have_the_recall_precision_and_delay_asked_for() -> None:
+    base = SynthParams(sources=300, days=4, warmup_days=1, seed=3)
+    plain = synthesize(base)
+    assert plain.signal_ts.size == 0  # the defaults write none
+    asked = {"signal_recall": 0.8, "signal_precision": 0.8, "signal_delay": 120.0}
+    noisy = synthesize(replace(base, **asked))
+    # The rest of the trace is the same: the signals have a random stream of their own.
+    assert np.array_equal(noisy.link_appeared, plain.link_appeared)
+    assert np.array_equal(noisy.click_ts, plain.click_ts)
+    assert np.all(np.diff(noisy.signal_ts) >= 0) and noisy.signal_ts.max() <= noisy.duration
+    # A signal is true if its source showed a new link in the 20 minutes before it.
+    true = 0
+    for source, ts in zip(noisy.signal_source.tolist(), noisy.signal_ts.tolist(), strict=True):
+        times = noisy.link_appeared[noisy.link_source == source]
+        true += bool(np.any((times <= ts) & (times > ts - 1200.0)))
+    precision = true / noisy.signal_ts.size
+    recall = noisy.signal_ts.size * precision / noisy.link_source.size
+    assert 0.75 <= precision <= 0.9, precision  # (a false one may fall near a link)
+    assert 0.7 <= recall <= 0.9, recall
+    noise = synthesize(replace(base, signal_noise_per_day=2.0))
+    per_source_day = noise.signal_ts.size / (base.sources * base.days)
+    assert 1.8 <= per_source_day <= 2.2

@@ -62,6 +62,23 @@ def test_round_trip_plain_and_gzip(tmp_path: Path) -> None:
         assert (back.duration, back.warmup) == (trace.duration, trace.warmup)
 
 
+def test_signals_are_optional_sorted_and_round_trip(tmp_path: Path) -> None:
+    assert load_trace(make(tmp_path)).signal_ts.size == 0  # no signals.csv: none
+    (tmp_path / "b").mkdir()
+    trace = load_trace(make(tmp_path / "b", **{"signals.csv": "source_id,ts\ns2,30\ns1,5\n"}))
+    assert trace.signal_ts.tolist() == [5.0, 30.0] and trace.signal_source.tolist() == [0, 1]
+    noisy = synthesize(SynthParams(sources=40, days=2, warmup_days=1, signal_recall=0.5))
+    for compress in (False, True):
+        root = tmp_path / f"signals{compress}"
+        write_trace(noisy, root, compress=compress)
+        back = load_trace(root)
+        assert np.array_equal(back.signal_ts, noisy.signal_ts)
+        assert np.array_equal(back.signal_source, noisy.signal_source)
+    quiet = synthesize(SynthParams(sources=40, days=2, warmup_days=1))
+    write_trace(quiet, root)  # over the one with signals: its signals.csv goes
+    assert load_trace(root).signal_ts.size == 0
+
+
 def test_pages_csv_sets_creation_times(tmp_path: Path) -> None:
     root = make(tmp_path, **{"pages.csv": "page_url,created\nhttps://a.example/1,5\n"})
     assert load_trace(root).page_created.tolist() == [5.0, 20.0]
@@ -114,6 +131,16 @@ def test_pages_csv_sets_creation_times(tmp_path: Path) -> None:
             {"pages.csv": "page_url,created\nhttps://a.example/2,25\n"},
             "pages.csv line 2, column 'created': 25.0 is after the page's first link",
         ),
+        (
+            {"signals.csv": "source_id,ts\ns9,5\n"},
+            "signals.csv line 2, column 'source_id': 's9' is not in sources.csv",
+        ),
+        (
+            {"signals.csv": "source_id,ts\ns1,5\ns2,1001\n"},
+            "signals.csv line 3, column 'ts': 1001.0 is after the end",
+        ),
+        ({"signals.csv": "source_id,ts\ns1,-1\n"}, "signals.csv line 2, column 'ts'"),
+        ({"signals.csv": "source_id,when\ns1,1\n"}, "signals.csv"),
         ({"meta.json": "[]"}, "meta.json: must be a JSON object"),
         ({"meta.json": "{}"}, "'duration' must be a number of seconds > 0"),
         ({"meta.json": '{"duration": 10, "warmup": 20}'}, "'warmup' must be in"),

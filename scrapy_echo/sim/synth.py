@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
-from scrapy_echo.sim.trace import Trace
+from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.sim.trace import IntArray, Trace
 
 DAY = 86400.0
 
@@ -63,6 +65,15 @@ class SynthParams:
     sources_per_site: int = 4
     cross_link_share: float = 0.05  # pages also linked from a second source of the site
     click_bin: float = 1200.0
+    # Change-indicating signals (signals.csv; docs/trace-format.rst): each new link on a source
+    # signals with probability signal_recall, signal_delay seconds late on average
+    # (exponential); false signals come at random times, as many as make a source's signals
+    # true with probability signal_precision, plus signal_noise_per_day per source that say
+    # nothing at all. The defaults write no signals.
+    signal_recall: float = 0.0
+    signal_precision: float = 1.0
+    signal_noise_per_day: float = 0.0
+    signal_delay: float = 0.0
 
     def __post_init__(self) -> None:
         if self.warmup_days is None:
@@ -74,7 +85,7 @@ class SynthParams:
         for name in positive:
             if not getattr(self, name) > 0:
                 raise ValueError(f"SynthParams.{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("profit_sigma", "low_quality_factor"):
+        for name in ("profit_sigma", "low_quality_factor", "signal_noise_per_day", "signal_delay"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"SynthParams.{name} must be >= 0, got {getattr(self, name)!r}")
         for name in ("news_half_life_hours", "blog_half_life_hours"):
@@ -86,7 +97,10 @@ class SynthParams:
             raise ValueError(
                 f"SynthParams.warmup_days must be in [0, days), got {self.warmup_days!r}"
             )
-        shares = ("news_share", "low_quality_share", "listing_share", "cross_link_share")
+        shares = (
+            *("news_share", "low_quality_share", "listing_share", "cross_link_share"),
+            "signal_recall",
+        )
         for name in shares:
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(
@@ -95,6 +109,10 @@ class SynthParams:
         if not 0 <= self.day_amplitude < 1 or not 0 < self.weekend_factor <= 1:
             raise ValueError(
                 "SynthParams.day_amplitude must be in [0, 1), weekend_factor in (0, 1]"
+            )
+        if not 0 < self.signal_precision <= 1:
+            raise ValueError(
+                f"SynthParams.signal_precision must be in (0, 1], got {self.signal_precision!r}"
             )
         if self.hub_items[0] < 1 or self.hub_items[1] < self.hub_items[0]:
             raise ValueError(
@@ -168,7 +186,29 @@ def synthesize(params: SynthParams | None = None) -> Trace:
         click_ts=click_ts,
         click_count=click_count,
         extra_meta={"synth": p.as_dict()},
+        **_signals(p, link_source, link_appeared, duration),
     )
+
+
+def _signals(
+    p: SynthParams, link_source: IntArray, link_appeared: FloatArray, duration: float
+) -> dict[str, Any]:
+    """Noisy change-indicating signals for the trace's links (see :class:`SynthParams`), from
+    a random stream of their own: the rest of the trace is the same with or without them."""
+    rng = np.random.default_rng([p.seed, 2])
+    true = rng.random(link_source.size) < p.signal_recall
+    sources = [link_source[true]]
+    times = [link_appeared[true] + rng.exponential(p.signal_delay, int(true.sum()))]
+    per_source = np.bincount(link_source[true], minlength=p.sources).astype(np.float64)
+    false_rate = per_source * (1.0 - p.signal_precision) / p.signal_precision
+    false_rate += p.signal_noise_per_day * p.days
+    count = rng.poisson(false_rate)
+    sources.append(np.repeat(np.arange(p.sources, dtype=np.intp), count))
+    times.append(rng.uniform(0.0, duration, int(count.sum())))
+    source, ts = np.concatenate(sources).astype(np.intp), np.concatenate(times)
+    kept = ts <= duration  # (a late true signal past the end never came)
+    order = np.argsort(ts[kept], kind="stable")
+    return {"signal_source": source[kept][order], "signal_ts": ts[kept][order]}
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ A trace is a directory (docs/trace-format.rst):
   ``disappeared`` means until the end)
 - ``pages.csv`` (optional): ``page_url,created`` (default: the page's first ``appeared``)
 - ``clicks.csv``: ``page_url,ts,clicks``
+- ``signals.csv`` (optional): ``source_id,ts``, a change-indicating signal naming a source (a
+  ping, a sitemap's ``lastmod``, a feed's ``updated``): noisy, it may come without a new link
+  and a new link may come without one
 - ``meta.json``: ``{"duration": seconds}``, optional ``name``, ``description``, ``warmup``
 
 Any CSV may be gzip-compressed (``NAME.csv.gz``). Every value is checked on load; an error
@@ -61,6 +64,9 @@ class Trace:
     description: str = ""
     skipped_clicks: int = 0  # clicks on pages no link points to: never findable
     extra_meta: dict[str, Any] = field(default_factory=dict)
+    # Change-indicating signals, sorted by time: which source each names, and when it came.
+    signal_source: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    signal_ts: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def n_sources(self) -> int:
@@ -79,6 +85,7 @@ class Trace:
             "clicks": float(self.click_count.sum()),
             "days": round(self.duration / 86400, 2),
             "new pages per second": round(float(created.sum()) / self.duration, 4),
+            "signals": int(self.signal_ts.size),
         }
 
 
@@ -156,6 +163,7 @@ def load_trace(path: str | Path) -> Trace:
         click_ts.append(ts)
         click_count.append(count)
     order = np.argsort(np.array(click_ts, dtype=np.float64), kind="stable")
+    signal_source, signal_ts = _load_signals(root, index, duration)
     return Trace(
         duration=duration,
         warmup=meta["warmup"],
@@ -174,7 +182,31 @@ def load_trace(path: str | Path) -> Trace:
         click_count=np.array(click_count, dtype=np.float64)[order],
         skipped_clicks=skipped,
         extra_meta=meta["extra"],
+        signal_source=signal_source,
+        signal_ts=signal_ts,
     )
+
+
+def _load_signals(
+    root: Path, index: dict[str, int], duration: float
+) -> tuple[IntArray, FloatArray]:
+    """The optional ``signals.csv``, sorted by time."""
+    if _find(root, "signals", required=False) is None:
+        return np.zeros(0, dtype=np.intp), np.zeros(0)
+    sources: list[int] = []
+    times: list[float] = []
+    for row in _rows(root, "signals", ("source_id", "ts")):
+        sid = row.text("source_id")
+        if sid not in index:
+            raise row.error("source_id", f"{sid!r} is not in sources.csv")
+        ts = row.number("ts", low=0.0)
+        if ts > duration:
+            raise row.error("ts", f"{ts!r} is after the end ({duration!r})")
+        sources.append(index[sid])
+        times.append(ts)
+    ts_array = np.array(times, dtype=np.float64)
+    order = np.argsort(ts_array, kind="stable")
+    return np.array(sources, dtype=np.intp)[order], ts_array[order]
 
 
 def write_trace(trace: Trace, path: str | Path, *, compress: bool = False) -> None:
@@ -215,6 +247,18 @@ def write_trace(trace: Trace, path: str | Path, *, compress: bool = False) -> No
             strict=True,
         ):
             out.writerow([urls[p], repr(t), repr(c)])
+    stale = [root / "signals.csv", root / "signals.csv.gz"]
+    if trace.signal_ts.size:
+        with _writer(root, "signals", compress) as out:
+            out.writerow(["source_id", "ts"])
+            ids = trace.source_ids
+            out.writerows(
+                [ids[s], repr(t)]
+                for s, t in zip(trace.signal_source.tolist(), trace.signal_ts.tolist(), strict=True)
+            )
+    else:  # (a trace without signals written over one with them)
+        for path in stale:
+            path.unlink(missing_ok=True)
 
 
 # -- reading ------------------------------------------------------------------------------
