@@ -23,6 +23,7 @@ from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.priors import ColdStart
+from scrapy_echo.model.signals import SignalBook
 from scrapy_echo.seen import FingerprintSet, Remembered
 
 HISTORY_LIMIT = 500
@@ -172,6 +173,7 @@ class CrawlState:
             refit_every=cfg.click_push_period,
         )
         self.frontier = Frontier(0)
+        self.signals = SignalBook()  # change-indicating signals (docs/how-it-works.rst)
 
     # -- sources --------------------------------------------------------------------------
     @property
@@ -201,6 +203,7 @@ class CrawlState:
         self._last_view = self._last_crawl[: len(self.sources)]
         self.learner.grow(source + 1)
         self.frontier.grow(source + 1)
+        self.signals.grow(source + 1)
         return source
 
     def revive(self, source: int) -> bool:
@@ -261,6 +264,7 @@ class CrawlState:
         status = self.sources[source]
         self.changed_sources.add(source)
         first = status.crawls == 0
+        previous = status.last_fetched
         fetched = self._fetch_time(status, fetched)
         new = self._new_links(links, fetched) if links else []  # (most crawls show none)
         if first:
@@ -268,6 +272,8 @@ class CrawlState:
         status.new_links += len(new)
         # The first crawl only starts the λ window (CrawlHistory ignores its count).
         self.learner.record_crawl(source, fetched, len(new))
+        if self.signals.received and not first:
+            self.signals.crawled(source, fetched - previous, len(new))
         return new
 
     def _new_links(self, links: list[str], now: float) -> list[str]:
@@ -292,7 +298,11 @@ class CrawlState:
         self.changed_sources.add(source)
         status.not_modified += 1
         if status.crawls:
-            self.learner.record_crawl(source, self._fetch_time(status, fetched), 0)
+            previous = status.last_fetched
+            fetched = self._fetch_time(status, fetched)
+            self.learner.record_crawl(source, fetched, 0)
+            if self.signals.received:
+                self.signals.crawled(source, fetched - previous, 0)
 
     def source_failed(self, source: int, now: float) -> float:
         """A crawl of ``source`` failed: back off (doubling per failure in a row) so that a

@@ -6,6 +6,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +164,15 @@ def test_without_clicks_freshness_is_scored_and_the_clicks_change_nothing(small_
     np.testing.assert_array_equal(again.crawled, replay.crawled)
     with_clicks = simulate(small_trace, make_policy("echo-newpages"), SimSettings(crawl_rate=0.01))
     assert not np.array_equal(with_clicks.crawled, replay.crawled, equal_nan=True)
+
+
+def test_pure_noise_signals_do_not_move_echo_cis() -> None:
+    base = SynthParams(sources=150, days=5, warmup_days=2, seed=4)
+    noise = synthesize(replace(base, signal_noise_per_day=12.0))
+
+    def caught(name: str, signals: bool) -> float:
+        replay = simulate(noise, make_policy(name), SimSettings(crawl_rate=0.01, signals=signals))
+        return score(noise, replay).fraction_of_upper_bound
+
+    assert caught("echo-cis", True) == pytest.approx(caught("echo-newpages", True), abs=0.01)
+    assert caught("echo-newpages", True) == caught("echo-newpages", False)  # it ignores them

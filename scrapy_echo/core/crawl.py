@@ -137,6 +137,11 @@ class CrawlCore:
             raise TypeError(f"not an event: {event!r:.80}")
         return []
 
+    def source_signalled(self, source: int, t: float) -> None:
+        """A change-indicating signal named ``source`` at ``t`` (docs/how-it-works.rst,
+        "Change-indicating signals")."""
+        self.state.signals.add(source, t)
+
     def add_clicks(
         self,
         pages: Sequence[str],
@@ -248,6 +253,7 @@ class CrawlCore:
         """Fresh estimates and a fresh schedule under ``budget`` (pages/s), and under
         ``capacity(host)`` requests/s per host if given; a history sample."""
         self.policy.limits = self.limits(capacity)
+        self.policy.signals = self.state.signals
         for job in self.state.housekeeping(now):
             self.run_housekeeping(job)
         estimates = self.state.learner.estimates(now)

@@ -52,6 +52,8 @@ class SimSettings:
     site_weights: dict[str, float] = field(default_factory=dict, compare=False)
     # False: the crawler gets no click log (a monitor without a click feed)
     clicks: bool = True
+    # False: the crawler gets none of the trace's change-indicating signals
+    signals: bool = True
     failure_backoff: float = 60.0  # (sources never fail in a replay)
     failure_backoff_max: float = 6 * 3600.0
     source_max_failures: int = 10
@@ -123,8 +125,11 @@ def simulate(
     next_resolve = 0.0
     next_push = settings.click_push_period
     report_every = max(1, slots // 200)
+    signals = _Signals(trace if settings.signals else None)
     for k in range(slots):
         now = k * slot
+        if now >= signals.next_at:
+            signals.deliver(core, now)
         if now >= next_push:
             if settings.clicks:
                 _push_clicks(core, clicks.until(next_push), replay, settings, page_urls)
@@ -181,6 +186,24 @@ def _push_clicks(
         ts = [x for x, keep in zip(ts, logged, strict=True) if keep]
         counts = [x for x, keep in zip(counts, logged, strict=True) if keep]
     core.add_clicks([page_urls[page] for page in pages], ts, counts, count_matched=False)
+
+
+class _Signals:
+    """The trace's change-indicating signals, handed to the core as their time comes."""
+
+    def __init__(self, trace: Trace | None) -> None:
+        self.source = [] if trace is None else trace.signal_source.tolist()
+        self.ts = [] if trace is None else trace.signal_ts.tolist()
+        self.position = 0
+        self.next_at = self.ts[0] if self.ts else math.inf
+
+    def deliver(self, core: CrawlCore, now: float) -> None:
+        ts, at = self.ts, self.position
+        while at < len(ts) and ts[at] <= now:
+            core.source_signalled(self.source[at], ts[at])
+            at += 1
+        self.position = at
+        self.next_at = ts[at] if at < len(ts) else math.inf
 
 
 class _ClickLog:
