@@ -243,13 +243,17 @@ class EchoNewPages(EchoPaper):
     uses_limits = True
 
     def _early_recrawl(self, now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
+        return self._early_recrawl_unbounded(now, self._held_back(now, last_crawl), plan)
+
+    def _held_back(self, now: float, last_crawl: FloatArray) -> FloatArray:
+        """``last_crawl``, with a source crawled less than the minimum interval ago shown as
+        crawled now: it is not crawled early either."""
         limits = self.limits
         if limits is not None and limits.min_interval > 0:
-            # A source crawled less than the minimum interval ago is not crawled early either.
             recent = now - last_crawl < limits.min_interval
             if recent.any():
-                last_crawl = np.where(recent, np.maximum(last_crawl, now), last_crawl)
-        return self._early_recrawl_unbounded(now, last_crawl, plan)
+                return np.where(recent, np.maximum(last_crawl, now), last_crawl)
+        return last_crawl
 
     def _early_recrawl_unbounded(
         self, now: float, last_crawl: FloatArray, plan: Plan
@@ -344,9 +348,10 @@ class EchoCis(EchoNewPages):
         if not which.size:
             return best, value
         # These sources are weighed by their signal index, the rest as without signals.
+        held = self._held_back(now, last_crawl)
         with np.errstate(over="ignore", invalid="ignore"):
-            values = _early_recrawl_values(now, np.minimum(last_crawl, now), plan)
-        values[last_crawl > now] = 0.0
+            values = _early_recrawl_values(now, np.minimum(held, now), plan)
+        values[held >= now] = 0.0
         values[which] = signal_value
         top = int(values.argmax())
         return top, max(float(values[top]), 0.0)
