@@ -114,16 +114,12 @@ def load_trace(path: str | Path) -> Trace:
     appeared_at: list[float] = []
     disappeared_at: list[float] = []
     for row in _rows(root, "links", ("source_id", "page_url", "appeared", "disappeared")):
-        sid = row.text("source_id")
-        if sid not in index:
-            raise row.error("source_id", f"{sid!r} is not in sources.csv")
-        appeared = row.number("appeared", low=0.0)
-        if appeared > duration:
-            raise row.error("appeared", f"{appeared!r} is after the end ({duration!r})")
+        source = row.source(index)
+        appeared = row.time("appeared", duration)
         disappeared = row.number("disappeared", low=0.0, empty=math.inf)
         if disappeared < appeared:
             raise row.error("disappeared", f"{disappeared!r} is before appeared ({appeared!r})")
-        link_source.append(index[sid])
+        link_source.append(source)
         link_pages.append(pages.setdefault(row.text("page_url"), len(pages)))
         appeared_at.append(appeared)
         disappeared_at.append(disappeared)
@@ -196,14 +192,8 @@ def _load_signals(
     sources: list[int] = []
     times: list[float] = []
     for row in _rows(root, "signals", ("source_id", "ts")):
-        sid = row.text("source_id")
-        if sid not in index:
-            raise row.error("source_id", f"{sid!r} is not in sources.csv")
-        ts = row.number("ts", low=0.0)
-        if ts > duration:
-            raise row.error("ts", f"{ts!r} is after the end ({duration!r})")
-        sources.append(index[sid])
-        times.append(ts)
+        sources.append(row.source(index))
+        times.append(row.time("ts", duration))
     ts_array = np.array(times, dtype=np.float64)
     order = np.argsort(ts_array, kind="stable")
     return np.array(sources, dtype=np.intp)[order], ts_array[order]
@@ -270,6 +260,20 @@ class _Row:
 
     def error(self, column: str, message: str) -> TraceError:
         return TraceError(f"{self.file} line {self.line}, column {column!r}: {message}")
+
+    def source(self, index: dict[str, int]) -> int:
+        """The row's ``source_id``, as an index into ``sources.csv``."""
+        sid = self.text("source_id")
+        if sid not in index:
+            raise self.error("source_id", f"{sid!r} is not in sources.csv")
+        return index[sid]
+
+    def time(self, column: str, duration: float) -> float:
+        """A time in ``[0, duration]``."""
+        value = self.number(column, low=0.0)
+        if value > duration:
+            raise self.error(column, f"{value!r} is after the end ({duration!r})")
+        return value
 
     def text(self, column: str) -> str:
         value = (self.values.get(column) or "").strip()
