@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from scrapy_echo.model.plan import Estimates, Plan
-from scrapy_echo.model.policies import make_policy
+from scrapy_echo.model.registry import make_policy
 
 PLOTS = ("intervals", "new_links", "estimates", "profit", "budget")
 

@@ -22,10 +22,12 @@ from scrapy_echo.core.events import (
     SourceRemoved,
 )
 from scrapy_echo.model.plan import Plan
-from scrapy_echo.model.policies import Policy, make_policy
+from scrapy_echo.model.policies import Policy
+from scrapy_echo.model.registry import make_policy
+from scrapy_echo.seen import Housekeeping
 from scrapy_echo.settings import EchoConfig
 from scrapy_echo.signals import page_found, source_retired
-from scrapy_echo.state import CrawlState, Housekeeping
+from scrapy_echo.state import CrawlState
 
 if TYPE_CHECKING:
     from scrapy import Request

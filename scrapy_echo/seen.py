@@ -48,6 +48,28 @@ class Remembered:
     stamps: NDArray[np.float64]
 
 
+@dataclass(frozen=True)
+class Housekeeping:
+    """A merge the owner's thread need not wait for: ``work`` is pure (run it anywhere:
+    inline, or on a thread), then ``done`` takes its result on the owner's thread, or
+    ``failed`` is called if it raised."""
+
+    what: str
+    work: Callable[[], Remembered]
+    done: Callable[[Remembered], None]
+    failed: Callable[[], None]
+
+
+def run_inline(job: Housekeeping) -> None:
+    """Run a piece of upkeep here and now."""
+    try:
+        result = job.work()
+    except BaseException:
+        job.failed()
+        raise
+    job.done(result)
+
+
 class FingerprintSet:
     """Fingerprints (ints below 2**64) forgotten ``ttl`` seconds after they were last seen
     (``inf``: never).
@@ -261,4 +283,4 @@ def _sorted_array(marks: set[int]) -> NDArray[np.uint64]:
     return out
 
 
-__all__ = ["GENERATIONS", "FingerprintSet", "Remembered"]
+__all__ = ["GENERATIONS", "FingerprintSet", "Housekeeping", "Remembered", "run_inline"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import NotConfigured
 
 from scrapy_echo.identity import DEFAULT_STRIP_PARAMS, PageIdentity, SameSite, load_normalizer
-from scrapy_echo.model.policies import POLICIES
+from scrapy_echo.model.registry import POLICIES
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -11,9 +11,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from operator import attrgetter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,7 +23,8 @@ from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.priors import ColdStart
 from scrapy_echo.model.signals import SignalBook
-from scrapy_echo.seen import FingerprintSet, Remembered
+from scrapy_echo.seen import FingerprintSet, Housekeeping
+from scrapy_echo.source_status import STATUS_FIELDS, SourceStatus, status_row
 
 HISTORY_LIMIT = 500
 RETIRED = 1e18  # the crawl time of a retired source (some 3e10 years from now)
@@ -75,50 +75,6 @@ class StateConfig(Protocol):
     def max_interval(self) -> float: ...
     @property
     def seen_ttl(self) -> float: ...
-
-
-@dataclass(frozen=True)
-class Housekeeping:
-    """One piece of state upkeep the owner's thread need not wait for: ``work`` is pure (run
-    it anywhere: inline, or on a thread), then ``done`` takes its result on the owner's thread,
-    or ``failed`` is called if it raised."""
-
-    what: str
-    work: Callable[[], Remembered]
-    done: Callable[[Remembered], None]
-    failed: Callable[[], None]
-
-
-@dataclass
-class SourceStatus:
-    """Per-source bookkeeping outside the model: validators and failures."""
-
-    url: str
-    etag: str | None = None
-    last_modified: str | None = None
-    failures: int = 0  # in a row
-    last_fetched: float = math.nan  # when its last crawl's response came (NaN: never)
-    crawls: int = 0
-    new_links: int = 0
-    not_modified: int = 0
-    retired: bool = False  # failed source_max_failures times in a row: no longer crawled
-    removed: bool = False  # removed by the user: not crawled until added again
-    robots_blocked: int = 0  # crawls robots.txt forbade (nothing sent, nothing charged)
-
-    def summary(self) -> dict[str, Any]:
-        """What ``scrapy echo-sources list`` and :meth:`EchoRuntime.sources` show."""
-        return {
-            "url": self.url,
-            "status": "removed" if self.removed else "retired" if self.retired else "active",
-            "crawls": self.crawls,
-            "new_links": self.new_links,
-            "failures": self.failures,
-            "robots_blocked": self.robots_blocked,
-        }
-
-
-STATUS_FIELDS = tuple(f.name for f in fields(SourceStatus))
-_status_row = attrgetter(*STATUS_FIELDS)
 
 
 @dataclass
@@ -343,9 +299,9 @@ class CrawlState:
         class's methods must be added to ``changed_sources``.)"""
         rows, sources = self._status_rows, self.sources
         if len(rows) < len(sources):
-            rows.extend(map(_status_row, sources[len(rows) :]))
+            rows.extend(map(status_row, sources[len(rows) :]))
         for source in self.changed_sources:
-            rows[source] = _status_row(sources[source])
+            rows[source] = status_row(sources[source])
         self.changed_sources.clear()
         return list(rows)
 
@@ -432,7 +388,6 @@ class CrawlState:
 __all__ = [
     "STATUS_FIELDS",
     "CrawlState",
-    "Housekeeping",
     "SourceStatus",
     "StateConfig",
     "fingerprint",

@@ -15,7 +15,7 @@ from scrapy_echo.core.events import (
     SourceFetched,
     SourceNotModified,
 )
-from scrapy_echo.model.policies import make_policy
+from scrapy_echo.model.registry import make_policy
 from scrapy_echo.sim.engine import SimSettings
 from scrapy_echo.state import fingerprint
 

@@ -7,7 +7,8 @@ import pytest
 
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.plan import Estimates, Plan
-from scrapy_echo.model.policies import POLICIES, Decision, make_policy
+from scrapy_echo.model.policies import Decision
+from scrapy_echo.model.registry import POLICIES, make_policy
 
 NOW = 10_000.0
 

@@ -10,9 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_echo.core.crawl import run_inline
-from scrapy_echo.seen import FingerprintSet, Remembered
-from scrapy_echo.state import Housekeeping
+from scrapy_echo.seen import FingerprintSet, Housekeeping, Remembered, run_inline
 
 TTL = 80.0  # a period of 10 s
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.plan import Estimates
-from scrapy_echo.model.policies import make_policy
+from scrapy_echo.model.registry import make_policy
 from scrapy_echo.model.signals import SignalBook, signal_index
 
 

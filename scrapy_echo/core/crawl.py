@@ -39,7 +39,8 @@ from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.limits import ScheduleLimits
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Decision, Policy
-from scrapy_echo.state import CrawlState, Housekeeping, StateConfig, fingerprint
+from scrapy_echo.seen import Housekeeping, run_inline
+from scrapy_echo.state import CrawlState, StateConfig, fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class CrawlCore:
         self.solves = 0
         self._host_of: list[int] = []  # per source, its host's index in _hosts
         self._hosts: dict[str, int] = {}
-        self._weights: list[float] = []  # per source, its site's weight (site_weights)
+        self._host_weights: list[float] = []  # per host, its weight (site_weights)
         # Runs the state's upkeep at each re-plan: inline here (the simulator); a live crawl
         # puts the O(n) part on a thread so the reactor never waits for it.
         self.run_housekeeping: Callable[[Housekeeping], None] = run_inline
@@ -209,28 +210,33 @@ class CrawlCore:
         given = self.config.site_weights
         if not given:
             return None
-        sources = self.state.sources
-        weights = self._weights
-        while len(weights) < len(sources):
-            host = urlsplit(sources[len(weights)].url).hostname or ""
+        host_of = self._host_indices()
+        hosts = list(self._hosts)  # (in index order)
+        weights = self._host_weights
+        for host in hosts[len(weights) :]:
             weight = given.get(host)
             weights.append(given.get(site_of_host(host), 1.0) if weight is None else weight)
-        return np.array(weights, dtype=np.float64)
+        return np.array(weights, dtype=np.float64)[host_of]
 
-    def limits(self, capacity: Callable[[str], float] | None = None) -> ScheduleLimits:
-        """The plan's limits past the budget: each source's host (the host name of its URL:
-        Scrapy's download slot) and that host's ``capacity``, and the configured interval
-        bounds."""
+    def _host_indices(self) -> list[int]:
+        """Per source, its host's index in ``_hosts`` (the host name of its URL: Scrapy's
+        download slot)."""
         sources = self.state.sources
         while len(self._host_of) < len(sources):
             host = urlsplit(sources[len(self._host_of)].url).hostname or ""
             self._host_of.append(self._hosts.setdefault(host, len(self._hosts)))
+        return self._host_of
+
+    def limits(self, capacity: Callable[[str], float] | None = None) -> ScheduleLimits:
+        """The plan's limits past the budget: each source's host and that host's
+        ``capacity``, and the configured interval bounds."""
+        host_of = self._host_indices()
         rates = np.full(max(1, len(self._hosts)), math.inf)
         if capacity is not None:
             for host, index in self._hosts.items():
                 rates[index] = capacity(host)
         return ScheduleLimits(
-            np.array(self._host_of, dtype=np.intp),
+            np.array(host_of, dtype=np.intp),
             rates,
             self.config.min_interval,
             self.config.max_interval,
@@ -280,13 +286,3 @@ class CrawlCore:
             dropped=int(getattr(self.policy, "dropped_pages", 0)),
         )
         return plan
-
-
-def run_inline(job: Housekeeping) -> None:
-    """Run a piece of upkeep here and now."""
-    try:
-        result = job.work()
-    except BaseException:
-        job.failed()
-        raise
-    job.done(result)

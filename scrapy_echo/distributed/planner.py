@@ -31,7 +31,7 @@ from scrapy_echo.core.events import (
     SourceNotModified,
     from_json,
 )
-from scrapy_echo.model.policies import make_policy
+from scrapy_echo.model.registry import make_policy
 from scrapy_echo.settings import read_sources
 from scrapy_echo.state import CrawlState, fingerprint
 from scrapy_echo.urls import canonical_url

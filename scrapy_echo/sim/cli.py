@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from scrapy_echo.model.policies import POLICIES, make_policy
+from scrapy_echo.model.registry import POLICIES, make_policy
 from scrapy_echo.sim.ceiling import ceiling, hindsight_estimates
 from scrapy_echo.sim.engine import SimSettings, simulate
 from scrapy_echo.sim.results import Score, score, upper_bound

@@ -1,0 +1,43 @@
+"""Every crawl policy by name: what ``ECHO_POLICY`` and the simulator's ``--policies``
+choose from."""
+
+from __future__ import annotations
+
+from scrapy_echo.model.policies import (
+    BreadthFirst,
+    EchoGreedy,
+    EchoNewPages,
+    EchoPaper,
+    EchoSchedule,
+    FixedQuota,
+    Frequency,
+    Policy,
+)
+from scrapy_echo.model.signal_policy import EchoCis
+
+POLICIES: dict[str, type[Policy]] = {
+    cls.name: cls
+    for cls in (
+        EchoNewPages,
+        EchoCis,
+        EchoPaper,
+        EchoSchedule,
+        EchoGreedy,
+        BreadthFirst,
+        FixedQuota,
+        Frequency,
+    )
+}
+
+
+def make_policy(name: str, *, seed: int = 0) -> Policy:
+    """The policy called ``name`` (see :data:`POLICIES`)."""
+    try:
+        cls = POLICIES[name]
+    except KeyError:
+        known = ", ".join(sorted(POLICIES))
+        raise ValueError(f"unknown policy {name!r}; known policies: {known}") from None
+    return cls(seed=seed)
+
+
+__all__ = ["POLICIES", "make_policy"]
