@@ -221,13 +221,15 @@ def test_echo_paper_decides_as_echo_newpages_first_built() -> None:
 def test_every_named_policy_exists_and_unknown_names_fail() -> None:
     assert set(POLICIES) == {
         "echo-newpages",
-        "echo-cis",
         "echo-paper",
         "echo-schedule",
         "echo-greedy",
         "bfs",
         "fixed-quota",
         "frequency",
+        "greedy",
+        "greedy-cis",
+        "lds",
     }
     with pytest.raises(ValueError, match="unknown policy 'echo'"):
         make_policy("echo")

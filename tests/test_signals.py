@@ -1,5 +1,5 @@
-"""Change-indicating signals: the index, what the book learns of a source's signals, and what
-ECHO-CIS does with them."""
+"""Change-indicating signals: the index, what the book learns of a source's signals, what
+ECHO-newpages does with them, and seed 002's policies."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_echo.model.frontier import Frontier
-from scrapy_echo.model.plan import Estimates
+from scrapy_echo.model.plan import Estimates, Plan
+from scrapy_echo.model.policies import Decision, Policy
 from scrapy_echo.model.registry import make_policy
 from scrapy_echo.model.signals import SignalBook, signal_index
 
@@ -73,8 +74,8 @@ def test_pending_signals_decay_and_a_crawl_settles_them() -> None:
     assert book.recent(np.array([0]), 200.0)[0].tolist() == [0.0]
 
 
-def test_echo_cis_crawls_a_signalled_source_before_its_schedule() -> None:
-    policy = make_policy("echo-cis")
+def test_echo_newpages_crawls_a_signalled_source_before_its_schedule() -> None:
+    policy = make_policy("echo-newpages")
     book = SignalBook()
     policy.signals = book
     lam, prof, mu = np.full(2, 1e-3), np.full(2, 2.0), np.full(2, 1e-4)
@@ -93,14 +94,110 @@ def test_echo_cis_crawls_a_signalled_source_before_its_schedule() -> None:
     assert decision is not None and (decision.kind, decision.source) == ("source", 1)
 
 
-def test_without_signals_echo_cis_decides_as_echo_newpages() -> None:
+def test_without_signals_echo_newpages_decides_as_the_paper() -> None:
     lam, prof, mu = np.array([1e-3, 3e-3]), np.array([2.0, 1.0]), np.full(2, 1e-4)
-    with_book, without = make_policy("echo-cis"), make_policy("echo-newpages")
+    with_book, paper = make_policy("echo-newpages"), make_policy("echo-paper")
     with_book.signals = SignalBook()  # (never sent a signal)
-    for policy in (with_book, without):
+    for policy in (with_book, paper):
         policy.replan(Estimates(lam, prof, mu), 0.01)
     last = np.array([0.0, 50.0])
+    seen = set()
     for now in np.linspace(60.0, 5000.0, 40):
         a = with_book.choose(float(now), last, Frontier(2))
-        b = without.choose(float(now), last, Frontier(2))
+        b = paper.choose(float(now), last, Frontier(2))
         assert a == b
+        seen.add(a)
+    assert len(seen) > 1  # (the two sources take turns: the comparison has teeth)
+
+
+def _feed_book(recalls: list[float], rounds: int, rng: np.random.Generator) -> SignalBook:
+    """Sources with the given recalls, precision 0.8, crawled every 100 s; a new link an
+    interval with probability 1/2."""
+    book = SignalBook()
+    book.grow(len(recalls))
+    for _ in range(rounds):
+        for source, recall in enumerate(recalls):
+            links = int(rng.random() < 0.5)
+            true = int(links and rng.random() < recall)
+            false = int(rng.poisson(0.25 * 0.5 * recall))
+            for _ in range(true + false):
+                book.add(source, 0.0)
+            book.crawled(source, 100.0, links)
+    return book
+
+
+def test_sources_of_one_feed_borrow_its_recall() -> None:
+    # 200 sources, 6 crawls each: alone, a source's few links say little; together they
+    # show one recall, and every source's estimate comes close to it.
+    book = _feed_book([0.8] * 200, 6, np.random.default_rng(2))
+    recall, _ = book.quality()
+    assert np.median(recall) == pytest.approx(0.8, abs=0.12)
+    assert (recall > 0.5).mean() > 0.9
+    alone = _feed_book([0.8], 6, np.random.default_rng(2)).quality()[0]
+    assert alone[0] < 0.5  # the same evidence, without the others: not trusted as much
+
+
+def test_a_feed_covering_half_the_sources_tells_them_apart() -> None:
+    # The spread between the two halves is real, so the pooled recall weighs little.
+    book = _feed_book([0.9] * 50 + [0.0] * 50, 60, np.random.default_rng(3))
+    recall, _ = book.quality()
+    assert (recall[:50] > 0.6).all()
+    assert (recall[50:] == 0.0).mean() > 0.9
+
+
+def test_false_signal_rates_scale_with_each_sources_signals() -> None:
+    # Same precision, rates a hundred times apart: the prior is a share of each source's
+    # own signals, so neither is charged the other's false-signal rate.
+    book = SignalBook()
+    book.grow(2)
+    for source, span in ((0, 10.0), (1, 1000.0)):
+        for i in range(40):
+            signals, links = (2, 1) if i % 2 else (1, 0)
+            for _ in range(signals):
+                book.add(source, 0.0)
+            book.crawled(source, span, links)
+    _, false = book.quality()
+    assert false[0] / false[1] == pytest.approx(100.0, rel=0.05)
+
+
+# -- seed 002's policies ------------------------------------------------------------
+def _two_sources(name: str) -> tuple[Policy, Plan]:
+    policy = make_policy(name)
+    lam, prof, mu = np.array([1e-3, 1e-3]), np.array([2.0, 2.0]), np.full(2, 1e-4)
+    return policy, policy.replan(Estimates(lam, prof, mu), 0.01)
+
+
+def test_greedy_takes_whichever_is_worth_more_page_or_source() -> None:
+    policy, _ = _two_sources("greedy")
+    last = np.array([0.0, 500.0])
+    frontier = Frontier(2)
+    frontier.push(1, "page", appeared=900.0, discovered=950.0)
+    # A fresh page (worth ~2) beats a source crawled 1000 s ago (index ~0.09).
+    assert policy.choose(1000.0, last, frontier) == Decision("page", 1)
+    frontier.pop(1)
+    # No page: the source crawled longest ago, and the slot is never left idle.
+    assert policy.choose(1000.0, last, frontier) == Decision("source", 0)
+
+
+def test_greedy_cis_puts_a_signalled_source_first() -> None:
+    policy, _ = _two_sources("greedy-cis")
+    book = SignalBook()
+    policy.signals = book
+    last = np.array([0.0, 900.0])
+    assert policy.choose(1000.0, last, Frontier(2)) == Decision("source", 0)
+    book.add(1, 950.0)
+    assert policy.choose(1000.0, last, Frontier(2)) == Decision("source", 1)
+    book.crawled(1, 100.0, 0)  # a crawl settles it
+    assert policy.choose(1000.0, last, Frontier(2)) == Decision("source", 0)
+
+
+def test_lds_crawls_the_source_most_behind_its_rate_even_before_it_is_due() -> None:
+    policy = make_policy("lds")
+    lam, prof, mu = np.array([1e-3, 4e-3]), np.full(2, 2.0), np.full(2, 1e-4)
+    plan = policy.replan(Estimates(lam, prof, mu), 0.02)
+    assert plan.kept.all()
+    last = np.array([1000.0, 1000.0])
+    now = 1000.0 + 0.1 * float(plan.intervals.min())  # nothing is due yet
+    assert (now - last < plan.intervals).all()
+    decision = policy.choose(now, last, Frontier(2))
+    assert decision == Decision("source", int(np.argmin(plan.intervals)))

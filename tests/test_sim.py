@@ -166,7 +166,7 @@ def test_without_clicks_freshness_is_scored_and_the_clicks_change_nothing(small_
     assert not np.array_equal(with_clicks.crawled, replay.crawled, equal_nan=True)
 
 
-def test_pure_noise_signals_do_not_move_echo_cis() -> None:
+def test_pure_noise_signals_do_not_move_echo_newpages() -> None:
     base = SynthParams(sources=150, days=5, warmup_days=2, seed=4)
     noise = synthesize(replace(base, signal_noise_per_day=12.0))
 
@@ -174,5 +174,7 @@ def test_pure_noise_signals_do_not_move_echo_cis() -> None:
         replay = simulate(noise, make_policy(name), SimSettings(crawl_rate=0.01, signals=signals))
         return score(noise, replay).fraction_of_upper_bound
 
-    assert caught("echo-cis", True) == pytest.approx(caught("echo-newpages", True), abs=0.01)
-    assert caught("echo-newpages", True) == caught("echo-newpages", False)  # it ignores them
+    with_noise = caught("echo-newpages", True)
+    assert with_noise == pytest.approx(caught("echo-newpages", False), abs=0.01)
+    assert with_noise == pytest.approx(caught("echo-paper", True), abs=0.01)
+    assert caught("echo-paper", True) == caught("echo-paper", False)  # it ignores them

@@ -14,8 +14,9 @@ pages. Every re-solve period it gets fresh estimates (``λ, P, μ`` per source) 
   an index").
   When the plan values nothing at all (it keeps no source), the source crawled longest ago:
   idling would leave the estimates that said so unchanged forever.
-- ``echo-cis`` (:mod:`scrapy_echo.model.signal_policy`): ECHO-newpages with
-  change-indicating signals (seed 002), experimental.
+  Every improvement past the paper is its own (:mod:`scrapy_echo.model.echo_newpages`): the
+  plan honours per-host limits, and change-indicating signals, when a crawl has any, move
+  each source's recrawls (seed 002).
 - ``echo-paper``: ECHO-newpages exactly as first built, kept unchanged as the reference that
   later improvements to ``echo-newpages`` are measured against.
 - ``echo-schedule``: sources strictly every ``I``; spare slots to the most recently discovered
@@ -233,42 +234,7 @@ class EchoPaper(Policy):
         return None
 
     def _early_recrawl(self, now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
-        return _best_early_recrawl(now, last_crawl, plan)
-
-
-class EchoNewPages(EchoPaper):
-    """ECHO-newpages, the default: the paper's policy and every improvement past it (the
-    issues after the first build add theirs here, never to :class:`EchoPaper`)."""
-
-    name = "echo-newpages"
-    uses_limits = True
-
-    def _early_recrawl(self, now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
-        return self._early_recrawl_unbounded(now, self._held_back(now, last_crawl), plan)
-
-    def _held_back(self, now: float, last_crawl: FloatArray) -> FloatArray:
-        """``last_crawl``, with a source crawled less than the minimum interval ago shown as
-        crawled now: it is not crawled early either."""
-        limits = self.limits
-        if limits is not None and limits.min_interval > 0:
-            recent = now - last_crawl < limits.min_interval
-            if recent.any():
-                return np.where(recent, np.maximum(last_crawl, now), last_crawl)
-        return last_crawl
-
-    def _early_recrawl_unbounded(
-        self, now: float, last_crawl: FloatArray, plan: Plan
-    ) -> tuple[int, float]:
-        # A source backing off after failures, or retired, has its crawl time in the future.
-        # V(τ) at a negative τ grows without bound (g(x) for x < 0), so the reference policy
-        # recrawls exactly those sources first whenever nothing is due; here they count 0.
-        # (Weighed again only when one of them won: this runs at most slots. A source removed
-        # or retired since the plan was made overflows the first pass: that one is redone.)
-        with np.errstate(over="ignore", invalid="ignore"):
-            best, value = _best_early_recrawl(now, last_crawl, plan)
-        if last_crawl[best] > now or not np.isfinite(value):
-            best, value = _best_early_recrawl(now, np.minimum(last_crawl, now), plan)
-        return best, value
+        return best_early_recrawl(now, last_crawl, plan)
 
 
 class EchoSchedule(Policy):
@@ -392,7 +358,7 @@ class BreadthFirst(Policy):
         return Decision("source", source)
 
 
-def _best_early_recrawl(now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
+def best_early_recrawl(now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
     """The source whose recrawl now is worth most, by ``V(τ) = (λP/μ) g(μτ)`` (``λPτ`` at
     ``μ = 0``; 0 for sources the plan does not keep), and that value."""
     value = early_recrawl_values(now, last_crawl, plan)
@@ -401,7 +367,7 @@ def _best_early_recrawl(now: float, last_crawl: FloatArray, plan: Plan) -> tuple
 
 
 def early_recrawl_values(now: float, last_crawl: FloatArray, plan: Plan) -> FloatArray:
-    """``V(τ)`` of every source (see :func:`_best_early_recrawl`), a fresh array."""
+    """``V(τ)`` of every source (see :func:`best_early_recrawl`), a fresh array."""
     mu, scale, linear = plan.index_terms
     elapsed = np.subtract(now, last_crawl)
     # g(x) = 1 - (1 + x) e^{-x}; its cancellation at tiny x only blurs values that small.

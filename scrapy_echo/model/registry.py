@@ -3,29 +3,31 @@ choose from."""
 
 from __future__ import annotations
 
+from scrapy_echo.model.echo_newpages import EchoNewPages
 from scrapy_echo.model.policies import (
     BreadthFirst,
     EchoGreedy,
-    EchoNewPages,
     EchoPaper,
     EchoSchedule,
     FixedQuota,
     Frequency,
     Policy,
 )
-from scrapy_echo.model.signal_policy import EchoCis
+from scrapy_echo.model.seed_policies import Greedy, GreedyCis, LowDiscrepancy
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
     for cls in (
         EchoNewPages,
-        EchoCis,
         EchoPaper,
         EchoSchedule,
         EchoGreedy,
         BreadthFirst,
         FixedQuota,
         Frequency,
+        Greedy,
+        GreedyCis,
+        LowDiscrepancy,
     )
 }
 

@@ -32,6 +32,13 @@ PRIOR_SIGNALS = 4.0
 # A source whose recall is estimated below this is scheduled as if it had no signals: its
 # signals say too little to move the schedule (and pure noise must not move it).
 MIN_RECALL = 0.1
+# How many standard deviations of its signal count a recall must clear MIN_RECALL by. Every
+# source is tested again at each plan, a thousand plans a month: at 2, pure noise passed for
+# one source of 150 within five simulated days (tests/test_sim.py); at 3, none there.
+TRUST_SDS = 3.0
+# Bounds on the weight of the pooled recall, in links (:func:`_recall_prior`).
+MIN_PRIOR_LINKS = 4.0
+MAX_PRIOR_LINKS = 1000.0
 
 
 class SignalBook:
@@ -100,30 +107,79 @@ class SignalBook:
 
         ``ν`` is the signal rate over intervals that found nothing (their signals were all
         false), shrunk toward the pooled one; the signals left over were true, and ``r`` is
-        their share of the new links found, or 0 unless that share is clearly above
-        :data:`MIN_RECALL` (no evidence: no trust)."""
+        their share of the new links found, shrunk toward the pooled recall as far as the
+        sources' recalls are alike (:func:`_recall_prior`). A recall is 0 unless it is
+        clearly above :data:`MIN_RECALL` (no evidence: no trust)."""
         if not self._sources:
             return np.zeros(0), np.zeros(0)
-        # The prior: the pooled false-signal rate, weighing as much as the time the pooled
-        # signals take to number PRIOR_SIGNALS.
+        # The prior: the pooled share of signals that are false, at the source's own signal
+        # rate σ (rates differ by orders of magnitude between sources; shares much less),
+        # weighing as much as the time the source's signals take to number PRIOR_SIGNALS.
+        total_signals = float(self._signals.sum())
         empty_span = float(self._empty_span.sum())
-        pooled_false = float(self._empty_signals.sum()) / empty_span if empty_span > 0 else 0.0
-        signal_rate = float(self._signals.sum()) / max(float(self._span.sum()), 1e-12)
-        prior_span = PRIOR_SIGNALS / max(signal_rate / max(self._sources, 1), 1e-12)
-        false = (self._empty_signals + pooled_false * prior_span) / (self._empty_span + prior_span)
-        # The signals left over were true. A recall is trusted only if it is at least
-        # MIN_RECALL with two standard deviations of the signal count taken off: signals that
-        # fire as often without a change as with one must come out at 0, not at their noise.
+        false_share = 0.0
+        if empty_span > 0 and total_signals > 0:
+            pooled_false = float(self._empty_signals.sum()) / empty_span
+            false_share = min(pooled_false * float(self._span.sum()) / total_signals, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = np.where(self._span > 0, self._signals / self._span, 0.0)
+            prior_span = np.where(rate > 0, PRIOR_SIGNALS / rate, 0.0)
+            false = np.where(
+                self._empty_span + prior_span > 0,
+                (self._empty_signals + false_share * PRIOR_SIGNALS * (rate > 0))
+                / (self._empty_span + prior_span),
+                0.0,
+            )
+        # The signals left over were true.
         true_signals = self._signals - false * self._span
-        low = true_signals - 2.0 * np.sqrt(self._signals)
-        recall = np.clip(low / (self._links + PRIOR_SIGNALS), 0.0, 1.0)
-        return np.where(recall >= MIN_RECALL, recall, 0.0), false
+        # What the false signals add to the spread of true_signals: their Poisson count, and
+        # the error of ν times the span it is charged over.
+        weighed = self._empty_span + prior_span
+        share_of_evidence = np.divide(
+            self._span, weighed, out=np.zeros_like(weighed), where=weighed > 0
+        )
+        false_noise = false * self._span * (1.0 + share_of_evidence)
+        pooled, weight = _recall_prior(true_signals, self._signals, self._links, false_noise)
+        prior = pooled * weight
+        # Trusted only if still MIN_RECALL with TRUST_SDS standard deviations of the signal
+        # count taken off: signals that fire as often without a change as with one must come
+        # out at 0, not at their noise.
+        low = (true_signals - TRUST_SDS * np.sqrt(self._signals) + prior) / (self._links + weight)
+        recall = np.clip((true_signals + prior) / (self._links + weight), 0.0, 1.0)
+        return np.where(low >= MIN_RECALL, recall, 0.0), false
 
     def recent(self, sources: NDArray[np.intp], now: float) -> tuple[FloatArray, FloatArray]:
         """For each of ``sources``: its signals since its last crawl, and their sum
         ``Σ_j e^{-μ (now - t_j)}``."""
         age = np.maximum(now - self._ref[sources], 0.0)
         return self.count[sources], self._sum[sources] * np.exp(-self.decay[sources] * age)
+
+
+def _recall_prior(
+    true_signals: FloatArray, signals: FloatArray, links: FloatArray, false_noise: FloatArray
+) -> tuple[float, float]:
+    """The pooled recall and its weight in links, empirical Bayes: the sources' recalls
+    spread around the pooled one by ``τ²`` (their observed spread less what sampling
+    explains), and a Beta prior of that mean and variance weighs ``R(1 - R)/τ² - 1`` links
+    (docs/how-it-works.rst, "Change-indicating signals"). Sources alike in quality, one feed
+    for all, borrow much from each other; a feed that covers some sources and not others,
+    little. A pooled recall not clearly above :data:`MIN_RECALL` is no prior at all."""
+    total_links = float(links.sum())
+    if total_links <= 0:
+        return 0.0, MIN_PRIOR_LINKS
+    mean = float(true_signals.sum()) / total_links
+    low = (float(true_signals.sum()) - TRUST_SDS * math.sqrt(float(signals.sum()))) / total_links
+    if low < MIN_RECALL:
+        return 0.0, MIN_PRIOR_LINKS
+    pooled = min(mean, 1.0)
+    seen = links > 0
+    raw = true_signals[seen] / links[seen]
+    spread = float(np.sum(links[seen] * (raw - mean) ** 2)) / total_links
+    # Var(true_i / l_i) ≈ (l_i r (1 - r) + false_noise_i) / l_i², weighted by l_i.
+    sampling = float(np.sum(pooled * (1 - pooled) + false_noise[seen] / links[seen]))
+    between = max(spread - sampling / total_links, 1e-9)
+    weight = pooled * (1 - pooled) / between - 1.0
+    return pooled, float(np.clip(weight, MIN_PRIOR_LINKS, MAX_PRIOR_LINKS))
 
 
 def signal_index(

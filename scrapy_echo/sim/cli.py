@@ -28,6 +28,9 @@ POLICY_ORDER = [
     "fixed-quota",
     "frequency",
     "bfs",
+    "greedy",
+    "greedy-cis",
+    "lds",
 ]
 
 

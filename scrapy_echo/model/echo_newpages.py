@@ -1,5 +1,17 @@
-"""ECHO-newpages with change-indicating signals (seed 002): the experimental policy
-``echo-cis`` (docs/how-it-works.rst, "Change-indicating signals")."""
+"""ECHO-newpages, the default policy: the paper's best and every improvement past it.
+
+Past the paper (:class:`~scrapy_echo.model.policies.EchoPaper` is the reference, unchanged):
+
+- the plan honours per-host limits (capacity, interval bounds), and a source crawled less than
+  the minimum interval ago is not crawled early either;
+- a source backing off after failures, or retired, is not recrawled early;
+- change-indicating signals (seed 002), when the crawl has any: a source whose signals are
+  informative is due when its signal index reaches the value of a crawl, ``V ≥ ω``, rather
+  than at its planned interval, and is weighed by that index for early recrawls
+  (docs/how-it-works.rst, "Change-indicating signals"). With no signals, or useless ones
+  (recall not trusted above :data:`~scrapy_echo.model.signals.MIN_RECALL`), it schedules
+  exactly as without.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +20,26 @@ from numpy.typing import NDArray
 
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.plan import Plan
-from scrapy_echo.model.policies import Decision, EchoNewPages, early_recrawl_values
+from scrapy_echo.model.policies import (
+    Decision,
+    EchoPaper,
+    best_early_recrawl,
+    early_recrawl_values,
+)
 from scrapy_echo.model.signals import MIN_RECALL, signal_index
 
 
-class EchoCis(EchoNewPages):
-    """ECHO-newpages with change-indicating signals (seed 002; experimental: it joins
-    ECHO-newpages once it wins at every budget, docs/benchmarks.rst).
+class EchoNewPages(EchoPaper):
+    """ECHO-newpages, the default: the paper's policy and every improvement past it (the
+    issues after the first build add theirs here, never to :class:`EchoPaper`)."""
 
-    A source whose signals are informative (recall trusted at
-    :data:`~scrapy_echo.model.signals.MIN_RECALL` or more) is due when its signal index
-    reaches the value of a crawl, ``V ≥ ω``, instead of at its planned interval, and is
-    weighed by that index for early recrawls; every other source is scheduled as by
-    ECHO-newpages (docs/how-it-works.rst, "Change-indicating signals")."""
-
-    name = "echo-cis"
+    name = "echo-newpages"
+    uses_limits = True
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         super().__init__(seed=seed, repair_solves=repair_solves)
+        # The sources with informative signals, their recall and false-signal rate, learned
+        # once per plan.
         self._signal_plan: tuple[Plan | None, NDArray[np.intp], FloatArray, FloatArray] = (
             None,
             np.zeros(0, dtype=np.intp),
@@ -33,9 +47,9 @@ class EchoCis(EchoNewPages):
             np.zeros(0),
         )
 
+    # -- signals -----------------------------------------------------------------------
     def _informative(self, plan: Plan) -> tuple[NDArray[np.intp], FloatArray, FloatArray]:
-        """Kept sources whose signals say enough, with their recall and false-signal rate
-        (learned once per plan)."""
+        """Kept sources whose signals say enough, with their recall and false-signal rate."""
         cached_plan, which, recall, false = self._signal_plan
         if cached_plan is plan:
             return which, recall, false
@@ -74,6 +88,7 @@ class EchoCis(EchoNewPages):
         )
         return which, np.where(elapsed >= 0, value, -np.inf)
 
+    # -- the decision rule -------------------------------------------------------------
     def _due_source(self, now: float, last_crawl: FloatArray, plan: Plan) -> Decision | None:
         which, value = self._signal_values(now, last_crawl, plan)
         if not which.size or not plan.omega > 0:
@@ -85,12 +100,11 @@ class EchoCis(EchoNewPages):
         return Decision("source", most) if ratio[most] >= 1.0 else None
 
     def _early_recrawl(self, now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
-        best, value = super()._early_recrawl(now, last_crawl, plan)
+        held = self._held_back(now, last_crawl)
         which, signal_value = self._signal_values(now, last_crawl, plan)
         if not which.size:
-            return best, value
+            return self._early_recrawl_unbounded(now, held, plan)
         # These sources are weighed by their signal index, the rest as without signals.
-        held = self._held_back(now, last_crawl)
         with np.errstate(over="ignore", invalid="ignore"):
             values = early_recrawl_values(now, np.minimum(held, now), plan)
         values[held >= now] = 0.0
@@ -98,5 +112,30 @@ class EchoCis(EchoNewPages):
         top = int(values.argmax())
         return top, max(float(values[top]), 0.0)
 
+    def _held_back(self, now: float, last_crawl: FloatArray) -> FloatArray:
+        """``last_crawl``, with a source crawled less than the minimum interval ago shown as
+        crawled now: it is not crawled early either."""
+        limits = self.limits
+        if limits is not None and limits.min_interval > 0:
+            recent = now - last_crawl < limits.min_interval
+            if recent.any():
+                return np.where(recent, np.maximum(last_crawl, now), last_crawl)
+        return last_crawl
 
-__all__ = ["EchoCis"]
+    @staticmethod
+    def _early_recrawl_unbounded(
+        now: float, last_crawl: FloatArray, plan: Plan
+    ) -> tuple[int, float]:
+        # A source backing off after failures, or retired, has its crawl time in the future.
+        # V(τ) at a negative τ grows without bound (g(x) for x < 0), so the reference policy
+        # recrawls exactly those sources first whenever nothing is due; here they count 0.
+        # (Weighed again only when one of them won: this runs at most slots. A source removed
+        # or retired since the plan was made overflows the first pass: that one is redone.)
+        with np.errstate(over="ignore", invalid="ignore"):
+            best, value = best_early_recrawl(now, last_crawl, plan)
+        if last_crawl[best] > now or not np.isfinite(value):
+            best, value = best_early_recrawl(now, np.minimum(last_crawl, now), plan)
+        return best, value
+
+
+__all__ = ["EchoNewPages"]

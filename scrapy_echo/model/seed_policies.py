@@ -1,0 +1,124 @@
+"""The discrete policies of seed 002 (Busa-Fekete et al., WWW 2025), carried over to ECHO's
+profit model for the simulator's comparisons (docs/how-it-works.rst, "Change-indicating
+signals").
+
+The seed keeps cached pages fresh; here a source's "staleness" is the profit of the new links
+waiting on it, so its value of a crawl is ECHO's index ``V(τ) = (λP/μ) g(μτ)`` (the seed's
+crawl value with request rate ``λP`` and change rate ``μ``), and a waiting page is worth its
+remaining profit ``P e^{-μ age}``. The seed's digest names the policies and what they take in,
+not every detail; what is filled in is said per class.
+
+- ``greedy``: every slot to the highest value, page or source; no solver, no ``ω`` (the level
+  the argmax reaches plays its part), so the crawl rate is constant by construction.
+- ``greedy-cis``: ``greedy`` taking signals as noiseless: a source signalled since its last
+  crawl is worth its cap ``λP/μ`` (it surely has a new link waiting).
+- ``lds``: the low-discrepancy schedule of Azar et al. (the seed's baseline): each source
+  crawled as evenly as it can be at the solver's rate ``1/I``, the most behind first, at every
+  slot no worthy page takes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.frontier import Frontier
+from scrapy_echo.model.plan import Plan
+from scrapy_echo.model.policies import Decision, Policy
+from scrapy_echo.model.signals import signal_index
+
+
+class Greedy(Policy):
+    """Seed 002's GREEDY: the slot goes to the waiting page or the source worth most.
+
+    Filled in: a source never crawled is crawled first (as by every policy here), and pages
+    and sources are weighed on one scale, the profit a crawl now adds (a page's remaining
+    profit; a source's index, which at the optimum equals the same ``ω`` a page must be
+    worth)."""
+
+    name = "greedy"
+    uses_solver = False
+
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        plan = self._plan_for(last_crawl)
+        first = self._first_crawl(last_crawl)
+        if first is not None:
+            return first
+        best_page, page_value = -1, -np.inf
+        if len(frontier):
+            waiting, values = self._page_values(now, frontier, plan)
+            top = int(values.argmax())
+            best_page, page_value = int(waiting[top]), float(values[top])
+        if not last_crawl.size:
+            return Decision("page", best_page) if best_page >= 0 else None
+        source_values = self.source_values(now, last_crawl, plan)
+        best_source = int(source_values.argmax())
+        if best_page >= 0 and page_value >= source_values[best_source]:
+            return Decision("page", best_page)
+        return Decision("source", best_source)
+
+    def source_values(self, now: float, last_crawl: FloatArray, plan: Plan) -> FloatArray:
+        """ECHO's index of every source (0 while backing off)."""
+        est = plan.estimates
+        n = last_crawl.size
+        zero = np.zeros(n)
+        elapsed = now - last_crawl
+        value = signal_index(
+            elapsed, est.link_rate, est.profit, est.decay, zero, zero, zero, zero, omega=0.0
+        )
+        return np.where(elapsed >= 0, value, 0.0)
+
+
+class GreedyCis(Greedy):
+    """Seed 002's GREEDY-CIS: GREEDY with every signal taken as a sure change. A source
+    signalled since its last crawl is worth the cap of its index, ``λP/μ`` (``V(∞)``): the
+    value of a source known to have new links, as the seed gives a page known stale its
+    cap. False signals make it spend crawls on sources with nothing new."""
+
+    name = "greedy-cis"
+
+    def source_values(self, now: float, last_crawl: FloatArray, plan: Plan) -> FloatArray:
+        value = super().source_values(now, last_crawl, plan)
+        book = self.signals
+        if book is None or not book.received:
+            return value
+        book.grow(last_crawl.size)
+        signalled = (book.count[: last_crawl.size] > 0) & (now >= last_crawl)
+        est = plan.estimates
+        with np.errstate(divide="ignore"):
+            cap = np.where(est.decay > 0, est.link_rate * est.profit / est.decay, np.inf)
+        return np.where(signalled, np.maximum(cap, value), value)
+
+
+class LowDiscrepancy(Policy):
+    """The seed's LDS baseline (Azar et al. 2018, their Algorithm 3, fed the solver's
+    optimal rates): pages worth ``ω`` first, as ECHO-newpages; then, at every slot, the
+    source most behind its rate ``1/I`` (largest ``τ/I``), due or not, so that each is
+    crawled as evenly spaced as the budget allows. Filled in: the pages, which the seed has
+    not, and the first crawls every policy here makes."""
+
+    name = "lds"
+
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        plan = self._plan_for(last_crawl)
+        best_page = -1
+        if len(frontier):
+            waiting, values = self._page_values(now, frontier, plan)
+            top = int(values.argmax())
+            best_page = int(waiting[top])
+            if values[top] >= plan.omega:
+                return Decision("page", best_page)
+        first = self._first_crawl(last_crawl)
+        if first is not None:
+            return first
+        if not last_crawl.size:
+            return None
+        most_behind, ratio = self._most_behind(now - last_crawl, plan)
+        if ratio > 0:
+            return Decision("source", most_behind)
+        if best_page >= 0:
+            return Decision("page", best_page)
+        return None
+
+
+__all__ = ["Greedy", "GreedyCis", "LowDiscrepancy"]
