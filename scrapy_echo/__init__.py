@@ -16,7 +16,7 @@ from scrapy_echo.addon import Addon
 
 __version__ = "0.1.0"
 
-__all__ = ["Addon", "__version__", "push_clicks"]
+__all__ = ["Addon", "__version__", "push_clicks", "push_signals"]
 
 
 def push_clicks(crawler: Crawler, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -25,3 +25,12 @@ def push_clicks(crawler: Crawler, rows: Iterable[Mapping[str, Any]]) -> int:
     from scrapy_echo.runtime import EchoRuntime
 
     return EchoRuntime.of(crawler).push_clicks(rows)
+
+
+def push_signals(crawler: Crawler, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Feed change-indicating signals from Python: ``{"url": ..., "ts": ...}`` rows, each
+    saying something at ``url`` (a source, or a page found on one) changed at ``ts``; checked
+    like signal-feed rows (a bad one is skipped and counted). Returns how many were taken."""
+    from scrapy_echo.runtime import EchoRuntime
+
+    return EchoRuntime.of(crawler).signal_intake.push(rows)

@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from scrapy_echo.published import parse_time
@@ -49,11 +50,15 @@ _HEAD_BYTES = 64
 
 
 class InvalidClickRow(ValueError):
-    """A click row that cannot be used; ``kind`` names the problem (a stats key part)."""
+    """A feed row (clicks, or signals: :mod:`scrapy_echo.signalfeed`) that cannot be used;
+    ``kind`` names the problem (a stats key part)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+Row = TypeVar("Row")
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,11 @@ def parse_click(url: object, ts: object, clicks: object) -> ClickRow:
     if url is None or ts is None or clicks is None:
         missing = [n for n, v in zip(_COLUMNS, (url, ts, clicks), strict=True) if v is None]
         raise InvalidClickRow("missing_field", f"missing {', '.join(missing)}")
+    return ClickRow(check_url(url), check_timestamp(ts), _clicks(clicks))
+
+
+def check_url(url: object) -> str:
+    """``url`` canonicalised, if it is an absolute http(s) URL; else :class:`InvalidClickRow`."""
     if not isinstance(url, str):
         raise InvalidClickRow("bad_url", f"url {url!r} is not a string")
     url = url.strip()
@@ -83,10 +93,11 @@ def parse_click(url: object, ts: object, clicks: object) -> ClickRow:
     # the reader, so any failure here is just a bad URL.
     except Exception as exc:
         raise InvalidClickRow("bad_url", f"url {url!r}: {exc}") from None
-    return ClickRow(canonical, _timestamp(ts), _clicks(clicks))
+    return canonical
 
 
-def _timestamp(value: object) -> float:
+def check_timestamp(value: object) -> float:
+    """Epoch seconds from a number or an ISO 8601 time; else :class:`InvalidClickRow`."""
     number = _number(value)
     if number is None and isinstance(value, str):
         # Every offset form (Z, +00:00, +0000) on every Python (scrapy_echo.published).
@@ -114,8 +125,17 @@ def _number(value: object) -> float | None:
         return None
 
 
-class ClickFeedReader:
-    """Reads the rows a click feed file gained since the last :meth:`read`."""
+class FeedReader(Generic[Row]):
+    """Reads the rows a feed file gained since the last :meth:`read` (subclasses name the
+    columns and check a row)."""
+
+    what: ClassVar[str]  # "click", "signal": in messages
+    columns: ClassVar[tuple[str, ...]]
+
+    def parse(self, values: Mapping[str, object]) -> Row:
+        """One row from its columns' values (``None``: missing); raises
+        :class:`InvalidClickRow`."""
+        raise NotImplementedError
 
     def __init__(self, path: str | os.PathLike[str], *, fmt: str | None = None) -> None:
         self.path = Path(path)
@@ -123,7 +143,7 @@ class ClickFeedReader:
             fmt = FORMATS.get(self.path.suffix.lower())
         if fmt not in ("jsonl", "csv"):
             raise ValueError(
-                f"click feed {str(self.path)!r}: cannot tell its format; name it with one of "
+                f"{self.what} feed {str(self.path)!r}: cannot tell its format; name it with one of "
                 f"the suffixes {', '.join(FORMATS)} or pass fmt='jsonl' or fmt='csv'"
             )
         self.fmt = fmt
@@ -135,7 +155,7 @@ class ClickFeedReader:
         self._header: list[str] | None = None
         self._head = b""  # the file's first bytes, to notice it was rewritten
 
-    def read(self) -> list[ClickRow]:
+    def read(self) -> list[Row]:
         try:
             with open(self.path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
@@ -196,7 +216,8 @@ class ClickFeedReader:
         except ValueError:
             # A damaged saved state must not stop the crawl; the file is read again instead.
             logger.warning(
-                "Click feed %s: saved position %r unusable; reading from the top",
+                "%s feed %s: saved position %r unusable; reading from the top",
+                self.what.capitalize(),
                 self.path,
                 dict(state),
             )
@@ -208,7 +229,9 @@ class ClickFeedReader:
     def _start_over(self, identity: tuple[int, int]) -> None:
         if self._identity is not None:
             logger.info(
-                "Click feed %s was rotated or truncated; reading it from the top", self.path
+                "%s feed %s was rotated or truncated; reading it from the top",
+                self.what.capitalize(),
+                self.path,
             )
         self._identity = identity
         self._offset = 0
@@ -216,7 +239,7 @@ class ClickFeedReader:
         self._header = None
         self._head = b""
 
-    def _row(self, raw: bytes) -> ClickRow | None:
+    def _row(self, raw: bytes) -> Row | None:
         try:
             text = raw.decode("utf-8").strip()
         except UnicodeDecodeError:
@@ -234,16 +257,16 @@ class ClickFeedReader:
             self._skip(exc.kind, str(exc))
             return None
 
-    def _json_row(self, text: str) -> ClickRow:
+    def _json_row(self, text: str) -> Row:
         try:
             value = json.loads(text)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise InvalidClickRow("json", f"not JSON ({exc})") from None
         if not isinstance(value, dict):
             raise InvalidClickRow("not_object", "not a JSON object")
-        return parse_click(value.get("url"), value.get("ts"), value.get("clicks"))
+        return self.parse({name: value.get(name) for name in self.columns})
 
-    def _csv_row(self, text: str) -> ClickRow | None:
+    def _csv_row(self, text: str) -> Row | None:
         """The row, or ``None`` for the header line."""
         try:
             fields = next(csv.reader([text]))
@@ -252,8 +275,9 @@ class ClickFeedReader:
         if self._header is None:
             self._header = [name.strip().lower() for name in fields]
             return None
-        if not set(_COLUMNS) <= set(self._header):
-            raise InvalidClickRow("csv_columns", f"header {self._header} lacks url, ts, clicks")
+        if not set(self.columns) <= set(self._header):
+            needed = ", ".join(self.columns)
+            raise InvalidClickRow("csv_columns", f"header {self._header} lacks {needed}")
         if len(fields) != len(self._header):
             raise InvalidClickRow(
                 "csv_columns", f"{len(fields)} fields, header has {len(self._header)}"
@@ -262,15 +286,26 @@ class ClickFeedReader:
         row = {
             name: value.strip() or None for name, value in zip(self._header, fields, strict=True)
         }
-        return parse_click(row["url"], row["ts"], row["clicks"])
+        return self.parse(row)
 
     def _skip(self, kind: str, message: str) -> None:
         if not self.invalid[kind]:
             logger.warning(
-                "Bad click row skipped (%s, line %d): %s; further %r rows are only counted",
+                "Bad %s row skipped (%s, line %d): %s; further %r rows are only counted",
+                self.what,
                 self.path,
                 self._line,
                 message,
                 kind,
             )
         self.invalid[kind] += 1
+
+
+class ClickFeedReader(FeedReader[ClickRow]):
+    """Reads the click rows a click feed file gained since the last :meth:`read`."""
+
+    what = "click"
+    columns = _COLUMNS
+
+    def parse(self, values: Mapping[str, object]) -> ClickRow:
+        return parse_click(values.get("url"), values.get("ts"), values.get("clicks"))

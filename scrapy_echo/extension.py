@@ -1,5 +1,6 @@
 """Extension: every ``ECHO_RESOLVE_INTERVAL`` seconds, fold in the click feed and re-solve;
-every ``ECHO_LOG_INTERVAL`` seconds, one status line.
+every ``ECHO_SIGNAL_POLL_INTERVAL`` seconds, read the signal feed; every ``ECHO_LOG_INTERVAL``
+seconds, one status line.
 
 Each round reads what the click feed files gained since the last round (``ECHO_CLICK_FEED``,
 tailed across rotations), hands the rows to the learner (which attributes each click to its
@@ -22,6 +23,7 @@ from twisted.internet.task import LoopingCall
 
 from scrapy_echo.clickfeed import ClickFeedReader
 from scrapy_echo.runtime import EchoComponent, EchoRuntime
+from scrapy_echo.signalfeed import SignalFeedReader
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -36,6 +38,11 @@ class EchoExtension(EchoComponent):
         feed = runtime.config.click_feed
         # Created now, before the scheduler opens, so a JOBDIR resume can restore positions.
         runtime.feeds = [ClickFeedReader(feed)] if feed is not None else []
+        signal_feed = runtime.config.signal_feed
+        runtime.signal_intake.readers = (
+            [SignalFeedReader(signal_feed)] if signal_feed is not None else []
+        )
+        self._signal_loop: LoopingCall | None = None
         self._invalid_seen: dict[tuple[int, str], int] = {}
         self._loop: LoopingCall | None = None
         self._status_loop: LoopingCall | None = None
@@ -56,9 +63,12 @@ class EchoExtension(EchoComponent):
         self._responses_then = (0, self.runtime.clock())
         self._status_loop = LoopingCall(self.log_status)
         self._status_loop.start(self.runtime.config.log_interval, now=False)
+        if self.runtime.signal_intake.readers:
+            self._signal_loop = LoopingCall(self.read_signal_feeds)
+            self._signal_loop.start(self.runtime.config.signal_poll_interval, now=True)
 
     def spider_closed(self) -> None:
-        for loop in (self._loop, self._status_loop):
+        for loop in (self._loop, self._status_loop, self._signal_loop):
             if loop is not None and loop.running:
                 loop.stop()
 
@@ -130,6 +140,18 @@ class EchoExtension(EchoComponent):
                     self.inc_stat(f"echo/clickfeed/invalid/{kind}", new)
                 self._invalid_seen[number, kind] = count
         return taken
+
+    def read_signal_feeds(self) -> int:
+        """Hand on every complete row the signal feeds gained (only the planner reads them in
+        distributed mode); returns how many were good. A failure is logged, never fatal."""
+        if not self.runtime.holds_state:
+            return 0
+        try:
+            return self.runtime.signal_intake.read_files()
+        except Exception:
+            logger.exception("ECHO could not read the signal feed; trying again next poll")
+            self.inc_stat("echo/signalfeed/errors")
+            return 0
 
     def _set_stats(self) -> None:
         stats = self.crawler.stats

@@ -17,6 +17,7 @@ from scrapy_echo.core.crawl import CrawlCore, NewPage
 from scrapy_echo.core.events import (
     ClicksArrived,
     Event,
+    SignalsArrived,
     SourceAdded,
     SourceFailed,
     SourceRemoved,
@@ -26,6 +27,7 @@ from scrapy_echo.model.policies import Policy
 from scrapy_echo.model.registry import make_policy
 from scrapy_echo.seen import Housekeeping
 from scrapy_echo.settings import EchoConfig
+from scrapy_echo.signalfeed import SignalIntake
 from scrapy_echo.signals import page_found, source_retired
 from scrapy_echo.state import CrawlState
 
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
     from typing_extensions import Self
 
-    from scrapy_echo.clickfeed import ClickFeedReader, ClickRow
+    from scrapy_echo.clickfeed import ClickFeedReader, ClickRow, FeedReader
     from scrapy_echo.politeness import Politeness
     from scrapy_echo.seen import Remembered
 
@@ -103,6 +105,7 @@ class EchoRuntime:
         self.throughput = Throughput(window=max(60.0, self.config.resolve_interval))
         self.lanes = LaneShare(window=max(60.0, self.config.resolve_interval))
         self.feeds: list[ClickFeedReader] = []  # the extension's file readers
+        self.signal_intake = SignalIntake(self)  # change-indicating signals, however they come
         self._invalid_kinds_logged: set[str] = set()
         self._wake_warned = False
         # Distributed mode (:mod:`scrapy_echo.distributed`) sets these: events then travel to
@@ -165,6 +168,9 @@ class EchoRuntime:
             stats.set_value("echo/solver/kept", int(plan.kept.sum()))
             stats.set_value("echo/solver/crawl_rate", budget)
             stats.set_value("echo/solver/plain_share", plain_share)
+            trusted = getattr(self.policy, "trusted_signals", None)
+            if trusted is not None and self.state.signals.received:
+                stats.set_value("echo/signals/trusted_sources", trusted())
         logger.info(
             "ECHO re-solve %d: %d sources, %d kept, budget %.3g pages/s, omega %.3g, "
             "%d pages waiting",
@@ -213,6 +219,9 @@ class EchoRuntime:
                 else row
                 for row in event.rows
             )
+            return []
+        if isinstance(event, SignalsArrived):
+            self.signal_intake.push(event.rows)
             return []
         pages = self.core.apply(event)
         if isinstance(event, SourceFailed):
@@ -285,7 +294,10 @@ class EchoRuntime:
         still comes (requests go out up to 5 s late), a warning says so once, and
         ``echo/scheduler/wake_unavailable`` counts the misses; the live-crawl test fails on
         that stat, so an upgrade cannot break this silently."""
-        engine: Any = getattr(self.crawler, "engine", None)
+        try:
+            engine: Any = getattr(self.crawler, "engine", None)
+        except RuntimeError:  # Scrapy 2.13+: before the crawl starts (nothing to wake yet)
+            engine = None
         nextcall = getattr(getattr(engine, "_slot", None), "nextcall", None)
         stats = self.crawler.stats
         if nextcall is not None and callable(getattr(nextcall, "schedule", None)):
@@ -357,12 +369,15 @@ class EchoRuntime:
             self.crawler.stats.inc_value(f"echo/clickfeed/invalid/{kind}")
 
     def feed_state(self) -> dict[str, Any]:
-        return {str(reader.path): reader.state() for reader in self.feeds}
+        return {str(reader.path): reader.state() for reader in self._feed_readers()}
 
     def restore_feeds(self, saved: Mapping[str, Any]) -> None:
-        for reader in self.feeds:
+        for reader in self._feed_readers():
             if str(reader.path) in saved:
                 reader.restore(saved[str(reader.path)])
+
+    def _feed_readers(self) -> list[FeedReader[Any]]:
+        return [*self.feeds, *self.signal_intake.readers]
 
 
 class EchoComponent:

@@ -28,6 +28,8 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_POLICY": "echo-newpages",
     "ECHO_SOURCES": [],  # URLs, or a path to a file of URLs (one per line, # comments)
     "ECHO_CLICK_FEED": None,  # path to a JSON Lines or CSV click feed
+    "ECHO_SIGNAL_FEED": None,  # path to a JSON Lines or CSV feed of change signals
+    "ECHO_SIGNAL_POLL_INTERVAL": 5.0,  # s between reads of the signal feed (and Redis stream)
     "ECHO_RESOLVE_INTERVAL": 1800.0,  # s between re-solves of the intervals
     "ECHO_CLICK_PUSH_PERIOD": 3600.0,  # s between reads of the click feed
     "ECHO_CLICK_BIN": 1200.0,  # s per age bin of the click-decay fit
@@ -75,6 +77,8 @@ class EchoConfig:
     sources: tuple[str, ...]
     sources_file: Path | None  # ECHO_SOURCES given as a file: re-read when it changes
     click_feed: Path | None
+    signal_feed: Path | None
+    signal_poll_interval: float
     resolve_interval: float
     click_push_period: float
     click_bin: float
@@ -133,6 +137,8 @@ class EchoConfig:
             sources=read_sources(settings.get("ECHO_SOURCES", DEFAULTS["ECHO_SOURCES"])),
             sources_file=_sources_file(settings.get("ECHO_SOURCES", DEFAULTS["ECHO_SOURCES"])),
             click_feed=get.optional_path("ECHO_CLICK_FEED"),
+            signal_feed=get.optional_path("ECHO_SIGNAL_FEED"),
+            signal_poll_interval=get.number("ECHO_SIGNAL_POLL_INTERVAL"),
             resolve_interval=get.number("ECHO_RESOLVE_INTERVAL"),
             click_push_period=get.number("ECHO_CLICK_PUSH_PERIOD"),
             click_bin=get.number("ECHO_CLICK_BIN"),

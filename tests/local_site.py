@@ -1,16 +1,20 @@
 """A small news site served from a thread, for end-to-end crawls of the real plugin.
 
 Sections publish an article every ``period`` seconds from the site's start (``None``: a dead
-section); each hub page lists its latest ``hub_items`` articles plus navigation links to every
-section, with an ETag (a matching ``If-None-Match`` gets a 304). The server records every hit and
-when each article was first fetched, and can write a click feed for the fetched articles: each
-gets ``profit`` expected clicks in all, decaying at rate ``decay`` from publication.
+section), or at the offsets ``times`` gives; each hub page lists its latest ``hub_items``
+articles plus navigation links to every section, with an ETag (a matching ``If-None-Match``
+gets a 304). The server records every hit and when each article was first fetched, and can
+write a click feed for the fetched articles: each gets ``profit`` expected clicks in all,
+decaying at rate ``decay`` from publication. It can also write a feed of noisy change signals
+naming the hubs (:meth:`LocalNewsSite.write_signals`).
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
+import random
 import re
 import threading
 import time
@@ -27,6 +31,7 @@ class Section:
     hub_items: int = 10
     profit: float = 1.0  # expected clicks per article, in all
     decay: float = 0.2  # 1/s
+    times: tuple[float, ...] | None = None  # s after the start of each article, if not periodic
 
 
 class LocalNewsSite:
@@ -80,16 +85,20 @@ class LocalNewsSite:
     # -- content --------------------------------------------------------------------------
     def published(self, name: str, now: float | None = None) -> int:
         """How many articles ``name`` has published by ``now``."""
-        period = self.sections[name].period
-        if period is None:
-            return 0
+        section = self.sections[name]
         elapsed = (time.time() if now is None else now) - self.started
-        return max(0, math.floor(elapsed / period))
+        if section.times is not None:
+            return bisect.bisect_right(section.times, elapsed)
+        if section.period is None:
+            return 0
+        return max(0, math.floor(elapsed / section.period))
 
     def published_at(self, name: str, index: int) -> float:
-        period = self.sections[name].period
-        assert period is not None
-        return self.started + (index + 1) * period
+        section = self.sections[name]
+        if section.times is not None:
+            return self.started + section.times[index]
+        assert section.period is not None
+        return self.started + (index + 1) * section.period
 
     def hits_since(self, path: str, since: float) -> int:
         return sum(1 for t, p in self.hit_log if p == path and t >= since)
@@ -116,6 +125,46 @@ class LocalNewsSite:
             with open(feed, "a", encoding="utf-8") as handle:
                 handle.writelines(json.dumps(row) + "\n" for row in rows)
             last = now
+
+    # -- change signals ---------------------------------------------------------------------
+    def write_signals(
+        self, feed: Path, *, recall: float, precision: float, seed: int, every: float = 0.1
+    ) -> None:
+        """Append signal rows naming hubs to ``feed`` as they fall due, until :meth:`stop`:
+        each article's hub is signalled when it appears with probability ``recall``, and
+        false signals at random times make a signal true with probability ``precision``."""
+        rows = self.signal_times(recall=recall, precision=precision, seed=seed)
+        thread = threading.Thread(target=self._signal_loop, args=(feed, rows, every), daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def signal_times(
+        self, *, recall: float, precision: float, seed: int
+    ) -> list[tuple[float, str]]:
+        """``(seconds after the start, hub URL)`` of every signal, sorted; only sections with
+        ``times``."""
+        rng = random.Random(seed)
+        rows = []
+        for name, section in self.sections.items():
+            if not section.times:
+                continue
+            true = [t for t in section.times if rng.random() < recall]
+            false_count = round(len(true) * (1.0 - precision) / precision)
+            false = [rng.uniform(0.0, section.times[-1]) for _ in range(false_count)]
+            rows += [(t, self.hub_url(name)) for t in true + false]
+        return sorted(rows)
+
+    def _signal_loop(self, feed: Path, rows: list[tuple[float, str]], every: float) -> None:
+        done = 0
+        while not self._stop.wait(every) and done < len(rows):
+            elapsed = time.time() - self.started
+            due = bisect.bisect_right(rows, (elapsed, "\uffff"))
+            with open(feed, "a", encoding="utf-8") as handle:
+                handle.writelines(
+                    json.dumps({"url": url, "ts": self.started + t}) + "\n"
+                    for t, url in rows[done:due]
+                )
+            done = due
 
     def click_rows(self, last: float, now: float) -> list[dict[str, object]]:
         """Click rows for the clicks fetched articles got between ``last`` and ``now``."""

@@ -11,6 +11,7 @@ from scrapy_echo.core.events import (
     ClicksArrived,
     InvalidEvent,
     PageFetched,
+    SignalsArrived,
     SourceAdded,
     SourceFailed,
     SourceFetched,
@@ -33,6 +34,7 @@ EVENTS = [
     PageFetched("http://a.test/1", "http://a.test/", 9.5, 13.0, ("https://a.test/2026/one",)),
     SourceAdded("http://b.test/"),
     ClicksArrived((["http://a.test/1", 14.0, 2],)),
+    SignalsArrived((["http://a.test/", 15.0],)),
 ]
 
 
@@ -56,6 +58,7 @@ PAGE = {"e": "page", "url": "http://a/1", "source": "http://a/", "appeared": 1, 
         ({"e": "crawl", "url": "http://a/", "t": 1, "links": [], "etag": 5}, "bad_field"),
         ({"e": "page", "url": "http://a/1", "source": None, "appeared": 1, "t": 2}, "bad_url"),
         ({"e": "clicks", "rows": "x"}, "bad_field"),
+        ({"e": "signals", "rows": {"url": "http://a/"}}, "bad_field"),
         ({**PAGE, "aliases": "http://a/2"}, "bad_field"),
         ({**PAGE, "aliases": ["http://a/2"] * 9}, "bad_field"),
         ({**PAGE, "aliases": ["javascript:x"]}, "bad_url"),

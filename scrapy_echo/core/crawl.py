@@ -27,6 +27,7 @@ from scrapy_echo.core.events import (
     ClicksArrived,
     Event,
     PageFetched,
+    SignalsArrived,
     SourceAdded,
     SourceBlocked,
     SourceFailed,
@@ -96,8 +97,8 @@ class CrawlCore:
         state = self.state
         if isinstance(event, SourceFetched):  # the commonest, first
             return self._source_fetched(state.add_source(event.url), event)
-        if isinstance(event, ClicksArrived):
-            raise TypeError("click rows are checked by the receiver, then given to add_clicks")
+        if isinstance(event, (ClicksArrived, SignalsArrived)):
+            raise TypeError("feed rows are checked by the receiver, then given to the core")
         if isinstance(event, PageFetched):
             source = state.add_source(event.source)
             state.page_crawled(event.url, source, event.appeared, event.t, event.aliases)
@@ -142,6 +143,32 @@ class CrawlCore:
         """A change-indicating signal named ``source`` at ``t`` (docs/how-it-works.rst,
         "Change-indicating signals")."""
         self.state.signals.add(source, t)
+
+    def signal(self, url: str, t: float) -> str:
+        """A signal naming ``url`` at ``t``: a source, or a page found on one (its source is
+        signalled). What became of it: ``"source"``, ``"page"``, ``"stale"`` (from before
+        the source's last crawl, which saw that change already: seed 002's guard against
+        late signals), ``"inactive"`` (a retired or removed source) or ``"unmatched"``."""
+        state = self.state
+        try:
+            key = self.config.identity.key(url)
+        except ValueError:
+            return "unmatched"
+        source = state.source_ids.get(key)
+        how = "source"
+        if source is None:
+            source = state.learner.source_of_page(state.aliases.get(key, key))
+            how = "page"
+            if source is None:
+                return "unmatched"
+        status = state.sources[source]
+        if status.retired or status.removed:
+            return "inactive"
+        last = status.last_fetched
+        if not math.isnan(last) and t <= last:
+            return "stale"
+        self.source_signalled(source, t)
+        return how
 
     def add_clicks(
         self,

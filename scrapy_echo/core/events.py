@@ -20,6 +20,7 @@ blocked    ``url``, ``t`` (robots.txt forbids the source: no request was sent)
 page       ``url`` (the page), ``source`` (its source's URL), ``appeared``, ``t``,
            ``aliases`` (``[url, ...]``, optional: the page's other URLs)
 clicks     ``rows`` (``[[url, ts, clicks], ...]``, checked as click-feed rows by the receiver)
+signals    ``rows`` (``[[url, ts], ...]``, checked as signal-feed rows by the receiver)
 source     ``url`` (a source to add)
 remove     ``url`` (a source to stop crawling)
 ========== ==================================================================================
@@ -103,6 +104,14 @@ class ClicksArrived:
     rows: tuple[Any, ...]
 
 
+@dataclass(frozen=True)
+class SignalsArrived:
+    """Change-indicating signal rows (``[url, ts]``), not yet checked: the receiver checks
+    each as a signal-feed row and counts the bad ones."""
+
+    rows: tuple[Any, ...]
+
+
 Event = (
     SourceFetched
     | SourceNotModified
@@ -112,6 +121,7 @@ Event = (
     | SourceAdded
     | SourceRemoved
     | ClicksArrived
+    | SignalsArrived
 )
 
 
@@ -143,6 +153,8 @@ def to_json(event: Event) -> dict[str, Any]:
         return {"e": "source", "url": event.url}
     if isinstance(event, SourceRemoved):
         return {"e": "remove", "url": event.url}
+    if isinstance(event, SignalsArrived):
+        return {"e": "signals", "rows": list(event.rows)}
     return {"e": "clicks", "rows": list(event.rows)}
 
 
@@ -184,10 +196,11 @@ def from_json(raw: Any) -> Event:
         return SourceAdded(_url(raw.get("url"), "url"))
     if kind == "remove":
         return SourceRemoved(_url(raw.get("url"), "url"))
-    if kind == "clicks":
+    if kind in ("clicks", "signals"):
         if not isinstance(raw.get("rows"), list):
             raise InvalidEvent("bad_field", "rows must be a list")
-        return ClicksArrived(tuple(raw["rows"]))
+        rows = tuple(raw["rows"])
+        return ClicksArrived(rows) if kind == "clicks" else SignalsArrived(rows)
     raise InvalidEvent("unknown_event", f"unknown event kind {kind!r:.40}")
 
 

@@ -133,6 +133,11 @@ class ClickHistogram:
         self._row_clicks[row] = 0.0
         self._row_live[row] = True
 
+    def source_of(self, page: Hashable) -> int | None:
+        """The source ``page`` was found on, while it is tracked."""
+        row = self._rows.get(page)
+        return None if row is None else int(self._row_source[row])
+
     def add_clicks(
         self, pages: Iterable[Hashable], ts: Iterable[float], counts: Iterable[float]
     ) -> list[int]:

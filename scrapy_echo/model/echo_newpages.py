@@ -48,6 +48,10 @@ class EchoNewPages(EchoPaper):
         )
 
     # -- signals -----------------------------------------------------------------------
+    def trusted_signals(self) -> int:
+        """How many sources' signals the current plan acts on."""
+        return int(self._informative(self.plan)[0].size)
+
     def _informative(self, plan: Plan) -> tuple[NDArray[np.intp], FloatArray, FloatArray]:
         """Kept sources whose signals say enough, with their recall and false-signal rate."""
         cached_plan, which, recall, false = self._signal_plan

@@ -133,6 +133,10 @@ class SourceLearner:
             self.clicks.add_clicks([page] * len(waiting), ts, counts)
             self._clicks_changed = True
 
+    def source_of_page(self, page: Hashable) -> int | None:
+        """The source a tracked (young) page was found on, if it is tracked."""
+        return self.clicks.source_of(page)
+
     def add_clicks(
         self, pages: Iterable[Hashable], ts: Iterable[float], counts: Iterable[float]
     ) -> None:

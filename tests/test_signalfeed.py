@@ -1,0 +1,122 @@
+"""Signal feeds: rows checked and tailed as click feeds are, matched to sources (or to the
+source a page was found on), late ones ignored, bad ones counted; the Python call."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import scrapy_echo
+from scrapy_echo.clickfeed import InvalidClickRow
+from scrapy_echo.core.events import SignalsArrived
+from scrapy_echo.signalfeed import SignalFeedReader, SignalRow, parse_signal
+from tests.test_middlewares import setup
+
+
+def test_rows_in_either_format_and_bad_ones_counted(tmp_path) -> None:
+    jsonl = tmp_path / "signals.jsonl"
+    jsonl.write_text(
+        json.dumps({"url": "http://news.test/", "ts": 60}) + "\n"
+        + json.dumps({"url": "http://news.test/a", "ts": "1970-01-01T00:02:00Z"}) + "\n"
+        + json.dumps({"url": "http://news.test/"}) + "\n"  # no ts
+        + json.dumps({"url": "mailto:x@news.test", "ts": 1}) + "\n"
+        + "not json\n"
+        + json.dumps({"url": "http://news.test/b", "ts": 3})  # still being written
+    )  # fmt: skip
+    reader = SignalFeedReader(jsonl)
+    assert reader.read() == [
+        SignalRow("http://news.test/", 60.0),
+        SignalRow("http://news.test/a", 120.0),
+    ]
+    assert reader.invalid == {"missing_field": 1, "bad_url": 1, "json": 1}
+    with open(jsonl, "a") as handle:
+        handle.write("\n")
+    assert reader.read() == [SignalRow("http://news.test/b", 3.0)]
+
+    csv = tmp_path / "signals.csv"
+    csv.write_text("ts,url\n60,http://news.test/\nx,http://news.test/\n")
+    csv_reader = SignalFeedReader(csv)
+    assert csv_reader.read() == [SignalRow("http://news.test/", 60.0)]
+    assert csv_reader.invalid == {"bad_ts": 1}
+    with pytest.raises(InvalidClickRow):
+        parse_signal("http://news.test/", math.nan)
+
+
+def crawled_source(runtime, clock, url: str = "http://news.test/") -> int:
+    """A source crawled at t = 100 that showed one page, fetched since."""
+    from scrapy_echo.core.events import PageFetched, SourceFetched
+
+    runtime.observe(SourceFetched(url, 50.0, ()))
+    runtime.observe(SourceFetched(url, 100.0, ((url + "story", None),)))
+    runtime.observe(PageFetched(url + "story", url, 99.0, 101.0))
+    clock.now = 200.0
+    return runtime.state.add_source(url)
+
+
+def test_a_signal_names_a_source_or_a_page_of_one_and_late_ones_are_dropped() -> None:
+    crawler, runtime, clock = setup()
+    source = crawled_source(runtime, clock)
+    taken = scrapy_echo.push_signals(
+        crawler,
+        [
+            {"url": "http://news.test/", "ts": 150},  # the source itself
+            {"url": "http://NEWS.test/story", "ts": 160},  # a page found on it
+            {"url": "http://news.test/", "ts": 90},  # before its last crawl: seen already
+            {"url": "http://elsewhere.test/", "ts": 150},  # nobody we know
+            {"url": "http://news.test/", "ts": 10_000},  # the future: taken as now
+            {"url": "http://news.test/", "ts": "yesterday"},
+            ["http://news.test/", 170],  # as rows travel between workers
+            "http://news.test/",
+        ],
+    )
+    assert taken == 6
+    get = crawler.stats.get_value
+    assert get("echo/signalfeed/source") == 3 and get("echo/signalfeed/page") == 1
+    assert get("echo/signalfeed/stale") == 1 and get("echo/signalfeed/unmatched") == 1
+    assert get("echo/signalfeed/invalid") == 2
+    assert get("echo/signalfeed/invalid/bad_ts") == 1
+    assert get("echo/signalfeed/invalid/not_object") == 1
+    book = runtime.state.signals
+    assert book.count[source] == 4 and book.received == 4
+    assert float(book._ref[source]) == 200.0  # the one from the future, at now
+
+
+def test_a_retired_or_removed_source_is_not_signalled() -> None:
+    crawler, runtime, clock = setup()
+    crawled_source(runtime, clock)
+    runtime.remove_source("http://news.test/")
+    scrapy_echo.push_signals(crawler, [{"url": "http://news.test/", "ts": 150}])
+    assert crawler.stats.get_value("echo/signalfeed/inactive") == 1
+    assert runtime.state.signals.received == 0
+
+
+def test_a_worker_without_the_state_sends_signals_to_the_planner() -> None:
+    crawler, runtime, _ = setup()
+    sent = []
+    runtime.holds_state = False
+    runtime.transport = sent.append
+    assert scrapy_echo.push_signals(crawler, [{"url": "http://news.test/", "ts": 5}]) == 1
+    assert sent == [SignalsArrived((["http://news.test/", 5.0],))]
+    # The planner checks them again as it applies them.
+    planner_crawler, planner, clock = setup()
+    crawled_source(planner, clock)
+    planner.apply(SignalsArrived((["http://news.test/", 150.0], ["bad", 1])))
+    assert planner_crawler.stats.get_value("echo/signalfeed/source") == 1
+    assert planner_crawler.stats.get_value("echo/signalfeed/invalid/bad_url") == 1
+
+
+def test_the_extension_tails_the_signal_feed(tmp_path) -> None:
+    from scrapy_echo.extension import EchoExtension
+
+    feed = tmp_path / "signals.jsonl"
+    feed.write_text(json.dumps({"url": "http://news.test/", "ts": 150}) + "\n" + "{}\n")
+    crawler, runtime, clock = setup(ECHO_SIGNAL_FEED=str(feed))
+    extension = EchoExtension.from_crawler(crawler)
+    source = crawled_source(runtime, clock)
+    assert extension.read_signal_feeds() == 1
+    assert runtime.state.signals.count[source] == 1
+    assert crawler.stats.get_value("echo/signalfeed/invalid/missing_field") == 1
+    assert extension.read_signal_feeds() == 0  # nothing new
+    assert str(feed) in runtime.feed_state()  # its position is saved with the job
