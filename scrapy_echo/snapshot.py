@@ -30,7 +30,9 @@ frontier        waiting new pages by field: ``source``, ``request``, ``appeared`
                 ``discovered``, a list each (earlier: ``[source, request, appeared,
                 discovered]`` per page, still read)
 plain           the plain lane's requests (JOBDIR only)
-feeds           click feed readers' positions
+signals         :meth:`SignalBook.to_data <scrapy_echo.model.signals.SignalBook.to_data>`
+                (optional: later in version 2)
+feeds           click and signal feed readers' positions
 history         one sample per re-solve, for reports
 =============== ===========================================================================
 """
@@ -48,6 +50,7 @@ import numpy as np
 from scrapy_echo import codec
 from scrapy_echo.model.estimators import CrawlHistory
 from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.model.signals import SignalBook
 from scrapy_echo.seen import FingerprintSet, Remembered
 from scrapy_echo.state import STATUS_FIELDS, CrawlState, SourceStatus
 
@@ -159,6 +162,7 @@ def capture(
         "crawled_pages": state.crawled_pages,
         "feeds": _arrays_copied(runtime.feed_state()),
         "history": list(state.history),  # (samples are never changed once taken)
+        "signals": state.signals.to_data(),
     }
     rows = state.status_rows()
     built = {
@@ -332,6 +336,9 @@ def restore(
         state.history = list(snapshot.get("history", []))
         state.learner = snapshot["learner"]
         state.learner.grow(len(state.sources))
+        if "signals" in snapshot:
+            state.signals = SignalBook.from_data(snapshot["signals"])
+        state.signals.grow(len(state.sources))
         for source, payload, appeared, discovered in _frontier_rows(snapshot["frontier"]):
             page = request(payload)
             if page is not None:

@@ -65,10 +65,16 @@ def test_checkpoint_round_trip(tmp_path) -> None:
     first.enqueue_request(page("http://a.test/x", 0))
     first.enqueue_request(Request("http://a.test/plain"))
     assert len(first.runtime.feeds[0].read()) == 1
+    state.signals.add(1, 995.0)  # a signal waiting on b.test, and what past ones showed
+    state.signals.crawled(0, 50.0, 1)
     first.close("shutdown")
 
     second = open_scheduler(str(tmp_path / "job"), str(feed))
     restored = second.state
+    saved, back = state.signals.to_data(), restored.signals.to_data()
+    assert saved.keys() == back.keys() and back["received"] == 1
+    for name in saved:
+        np.testing.assert_array_equal(back[name], saved[name])
     assert [s.url for s in restored.sources] == ["http://a.test/", "http://b.test/"]
     assert restored.sources[1].etag == '"v7"'
     assert restored.last_crawl.tolist() == [940.0, 990.0]

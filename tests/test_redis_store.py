@@ -85,7 +85,7 @@ def test_planner_lease_is_exclusive_and_writes_are_fenced(store):
     time.sleep(0.4)  # A stalls past its lease: B takes over with a new term
     assert store.acquire_solver("B", 300) == 2
     assert store.push("A", [("p:1", 1.0, "{}")]) == -1
-    held, _, _, _ = store.poll("A", 300, "0-0", 10)
+    held, _, _, _, _ = store.poll("A", 300, "0-0", 10)
     assert not held
     assert store.save_snapshot("B", b"state", "0-0")
     assert store.load_snapshot() == (b"state", "0-0")
@@ -95,9 +95,41 @@ def test_events_are_read_after_the_snapshot_and_trimmed_up_to_it(store):
     store.acquire_solver("A", 5000)
     events = [f'{{"n":{i}}}' for i in range(5)]
     store.exchange(Exchange(events=events), **OPTIONS)  # type: ignore[arg-type]
-    _, read, _, _ = store.poll("A", 5000, "0-0", 3)
+    _, read, _, _, _ = store.poll("A", 5000, "0-0", 3)
     assert [raw for _, raw in read] == [b'{"n":0}', b'{"n":1}', b'{"n":2}']
     assert store.save_snapshot("A", b"s", read[-1][0])
-    _, rest, _, _ = store.poll("A", 5000, read[-1][0], 10)
+    _, rest, _, _, _ = store.poll("A", 5000, read[-1][0], 10)
     assert [raw for _, raw in rest] == [b'{"n":3}', b'{"n":4}']
     assert store.client.xlen(store.keys["events"]) <= 3  # trimmed to the snapshot's event
+
+
+def test_signals_users_add_are_taken_once(store):
+    store.acquire_solver("A", 5000)
+    key = store.keys["signals"]
+    store.client.xadd(key, {"url": "http://news.test/", "ts": "150"})
+    store.client.xadd(key, {"ts": "151"})  # no url: the intake counts it
+    *_, taken = store.poll("A", 5000, "0-0", 10)
+    assert taken == [{b"url": b"http://news.test/", b"ts": b"150"}, {b"ts": b"151"}]
+    assert store.client.xlen(key) == 0
+    *_, again = store.poll("A", 5000, "0-0", 10)
+    assert again == []
+
+
+def test_the_planner_checks_and_applies_the_signals_it_takes():
+    from types import SimpleNamespace
+
+    from scrapy_echo.core.events import SourceFetched
+    from scrapy_echo.distributed.planner import Planner
+    from tests.test_middlewares import setup
+
+    crawler, runtime, clock = setup()
+    runtime.observe(SourceFetched("http://news.test/", 100.0, ()))
+    clock.now = 200.0
+    planner = Planner(SimpleNamespace(runtime=runtime))  # type: ignore[arg-type]
+    planner.take_signals(
+        [{b"url": b"http://news.test/", b"ts": b"150"}, {b"ts": b"1"}, {b"\xff": b"x"}]
+    )
+    get = crawler.stats.get_value
+    assert get("echo/signalfeed/source") == 1
+    assert get("echo/signalfeed/invalid/missing_field") == 2
+    assert runtime.state.signals.received == 1

@@ -201,3 +201,14 @@ def test_lds_crawls_the_source_most_behind_its_rate_even_before_it_is_due() -> N
     assert (now - last < plan.intervals).all()
     decision = policy.choose(now, last, Frontier(2))
     assert decision == Decision("source", int(np.argmin(plan.intervals)))
+
+
+def test_a_saved_book_that_does_not_fit_together_is_refused() -> None:
+    book = SignalBook()
+    book.add(2, 5.0)
+    data = book.to_data()
+    assert SignalBook.from_data(data).count.tolist() == [0.0, 0.0, 1.0]
+    with pytest.raises(ValueError, match="shapes"):
+        SignalBook.from_data({**data, "span": np.zeros(2)})
+    with pytest.raises(ValueError, match="finite"):
+        SignalBook.from_data({**data, "ref": np.array([0.0, np.nan, 5.0])})

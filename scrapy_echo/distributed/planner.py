@@ -176,6 +176,19 @@ class Planner:
                 continue
             self.runtime.state.add_source(url)
 
+    def take_signals(self, entries: list[dict[bytes, bytes]]) -> None:
+        """The signals users added to the ``signals`` stream (fields ``url`` and ``ts``),
+        checked and counted as every signal is (:mod:`scrapy_echo.signalfeed`)."""
+        if not entries:
+            return
+        rows: list[dict[str, object]] = []
+        for fields in entries:
+            try:
+                rows.append({key.decode(): value.decode() for key, value in fields.items()})
+            except (UnicodeDecodeError, AttributeError):
+                rows.append({})  # counted as missing its fields
+        self.runtime.signal_intake.push(rows)
+
     def choose(self, depth: int, now: float) -> list[tuple[str, float, str]]:
         """Requests to queue so that about ``ECHO_REDIS_QUEUE_AHEAD`` seconds of the budget
         wait in Redis: fresh enough to follow the policy, enough that no worker idles."""

@@ -373,12 +373,13 @@ class DistributedScheduler(EchoComponent):
             planner.take_over(detail)
             self.inc_stat("echo/redis/planner_terms")
             return None
-        held, events, sources, depth = detail
+        held, events, sources, depth, signals = detail
         if not held:
             planner.step_down("its lease expired (the worker stalled)")
             return None
         planner.renewed_at = now
         planner.apply(events, sources, now)
+        planner.take_signals(signals)
         chosen = planner.choose(depth, now)
         snapshot = planner.snapshot(now) if planner.snapshot_due(now) else None
         if not chosen and snapshot is None:

@@ -171,3 +171,13 @@ redis.call('HSET', KEYS[2], 'state', ARGV[2], 'event', ARGV[3])
 redis.call('XTRIM', KEYS[3], 'MINID', ARGV[3])
 return 1
 """
+
+# KEYS: signals; ARGV: count. Takes (reads and deletes) up to count entries of the signals
+# stream users add to: [[id, [field, value, ...]], ...].
+TAKE_SIGNALS = """
+local entries = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', ARGV[1])
+for _, entry in ipairs(entries) do
+  redis.call('XDEL', KEYS[1], entry[1])
+end
+return entries
+"""

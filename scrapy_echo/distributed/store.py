@@ -29,7 +29,24 @@ KEY_NAMES = (
     "snapshot",  # the planner's state and the last event it includes (hash)
     "sources",  # URLs users push to add sources at run time (list)
     "solves",  # "<term> <ms>" per re-solve, so anyone can check one solver at a time (list)
+    "signals",  # change signals users add, fields url and ts (stream; the planner takes them)
 )
+
+
+SIGNALS_PER_ROUND = 1000
+
+
+def _stream_fields(entries: Any) -> list[dict[bytes, bytes]]:
+    """Each stream entry's fields (a script returns them as flat lists); an entry of any
+    other shape gives an empty dict, which the intake counts as a row missing its fields."""
+    rows: list[dict[bytes, bytes]] = []
+    for entry in entries or ():
+        flat = entry[1] if isinstance(entry, list) and len(entry) == 2 else None
+        if not isinstance(flat, list) or len(flat) % 2:
+            rows.append({})
+            continue
+        rows.append(dict(zip(flat[::2], flat[1::2], strict=True)))
+    return rows
 
 
 @dataclass
@@ -58,6 +75,7 @@ class RedisStore:
         self._renew_solver = register(scripts.RENEW_SOLVER)
         self._release_solver = register(scripts.RELEASE_SOLVER)
         self._save = register(scripts.SAVE_SNAPSHOT)
+        self._take_signals = register(scripts.TAKE_SIGNALS)
 
     def _k(self, *names: str) -> list[str]:
         return [self.keys[name] for name in names]
@@ -119,8 +137,9 @@ class RedisStore:
         after: str,
         count: int,
         solves: list[str] = (),  # type: ignore[assignment]
-    ) -> tuple[bool, list[tuple[str, bytes]], list[bytes], int]:
-        """Renew the lease; events after ``after``; sources users pushed; queue depth. Logs
+    ) -> tuple[bool, list[tuple[str, bytes]], list[bytes], int, list[dict[bytes, bytes]]]:
+        """Renew the lease; events after ``after``; sources users pushed; queue depth; the
+        signals users added (taken: at most once, as pushed sources are). Logs
         ``solves`` (unfenced on purpose: a planner that kept solving after losing its lease
         would show in the log)."""
         pipe = self.client.pipeline(transaction=True)
@@ -131,9 +150,10 @@ class RedisStore:
         pipe.lrange(self.keys["sources"], 0, 99)
         pipe.ltrim(self.keys["sources"], 100, -1)
         pipe.zcard(self.keys["queue"])
-        *_, held, events, sources, _, depth = pipe.execute()
+        self._take_signals(self._k("signals"), [SIGNALS_PER_ROUND], client=pipe)
+        *_, held, events, sources, _, depth, taken = pipe.execute()
         decoded = [(eid.decode(), fields.get(b"d", b"")) for eid, fields in events]
-        return bool(held), decoded, list(sources), int(depth)
+        return bool(held), decoded, list(sources), int(depth), _stream_fields(taken)
 
     def push(self, token: str, requests: list[tuple[str, float, str]]) -> int:
         """Queue the planner's requests (fenced: -1 if it no longer holds the lease)."""

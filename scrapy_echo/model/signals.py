@@ -20,6 +20,8 @@ without signals, ``V = W (1 + μ t) - λ P t``: with ``r = 0`` it is ECHO's ``(�
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -72,6 +74,33 @@ class SignalBook:
             *("_empty_span", "_empty_signals"),
         ):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(extra)]))
+
+    _SAVED = ("count", "_sum", "_ref", "_signals", "_links", "_span", "_empty_span",
+              "_empty_signals")  # fmt: skip
+
+    def to_data(self) -> dict[str, Any]:
+        """Plain data for a snapshot (arrays copied); :meth:`from_data` reads it."""
+        data: dict[str, Any] = {
+            name.lstrip("_"): getattr(self, name).copy() for name in self._SAVED
+        }
+        data["received"] = self.received
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SignalBook:
+        """The book :meth:`to_data` saved; ``ValueError`` if the arrays do not fit together."""
+        book = cls()
+        arrays = [np.asarray(data[name.lstrip("_")], dtype=np.float64) for name in cls._SAVED]
+        sources = arrays[0].shape[0] if arrays[0].ndim == 1 else -1
+        if sources < 0 or any(a.shape != (sources,) for a in arrays):
+            raise ValueError("signal book arrays of different shapes")
+        if not all(np.isfinite(a).all() for a in arrays):
+            raise ValueError("signal book values not finite")
+        book.grow(sources)
+        for name, array in zip(cls._SAVED, arrays, strict=True):
+            setattr(book, name, array)
+        book.received = int(data["received"])
+        return book
 
     def add(self, source: int, ts: float) -> None:
         """A signal named ``source`` at ``ts``."""
