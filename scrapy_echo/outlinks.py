@@ -60,6 +60,9 @@ class SourceContent:
     kind: str
     links: list[Outlink] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # further sources (clean URLs)
+    # When the response says each further source last changed (a sitemap index's lastmod),
+    # by clean URL: a moving date is a change signal for that source.
+    source_dates: dict[str, float] = field(default_factory=dict)
     bad_urls: int = 0  # links that were not http(s) URLs, or that no rule could clean
     error: str | None = None  # why nothing could be read (a broken gzip body, ...)
 
@@ -88,7 +91,8 @@ def read_source(
             content.links.append(Outlink(clean, published))
             if len(content.links) >= limit:
                 break
-    for url in raw.sources[:limit]:
+    dates = raw.source_dates or [None] * len(raw.sources)
+    for url, changed in zip(raw.sources[:limit], dates[:limit], strict=True):
         clean = _clean(identity, response, url)
         if clean is None:
             content.bad_urls += 1
@@ -98,6 +102,8 @@ def read_source(
         allowed = raw.kind == "robots" or same_site is None or same_site.allows(site, clean)
         if allowed and clean not in content.sources:
             content.sources.append(clean)
+            if changed is not None:
+                content.source_dates[clean] = changed
     return content
 
 
@@ -122,6 +128,7 @@ class _Raw:
     kind: str
     links: list[tuple[str, float | None]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    source_dates: list[float | None] = field(default_factory=list)  # with sources, or empty
     error: str | None = None
 
 
@@ -153,7 +160,11 @@ def _xml_content(body: bytes, content_type: str) -> _Raw | None:
     if sitemap is not None:
         entries = [(entry.url, entry.published) for entry in sitemap.entries]
         if sitemap.kind == "sitemap-index":
-            return _Raw(sitemap.kind, sources=[url for url, _ in entries])
+            return _Raw(
+                sitemap.kind,
+                sources=[url for url, _ in entries],
+                source_dates=[changed for _, changed in entries],
+            )
         return _Raw(sitemap.kind, entries)
     feed = parse_feed(body, content_type or "application/xml")
     if feed is not None:

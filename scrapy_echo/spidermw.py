@@ -16,14 +16,16 @@ middlewares (depth, referer, URL length) like the spider's requests do.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy.http import TextResponse
 
 from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded, SourceFetched
-from scrapy_echo.outlinks import published_time, read_source
+from scrapy_echo.outlinks import SourceContent, published_time, read_source
 from scrapy_echo.runtime import EchoComponent
+from scrapy_echo.signalfeed import SignalRow
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -40,6 +42,7 @@ class EchoSpiderMiddleware(EchoComponent):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._unreadable_logged = set()
+        self._last_dates: dict[str, float] = {}  # per source URL, the latest date it was given
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         yield from self.handle_response(response)
@@ -91,6 +94,7 @@ class EchoSpiderMiddleware(EchoComponent):
             self.runtime.observe(SourceAdded(url))
         if content.sources:
             self.inc_stat("echo/sources/found", len(content.sources))
+        self._dates_moved(content)
         event = SourceFetched(
             str(echo.get("url", response.url)),
             float(echo.get("fetched", self.runtime.clock())),
@@ -105,6 +109,34 @@ class EchoSpiderMiddleware(EchoComponent):
             if config.debug:
                 logger.debug("ECHO %d new pages on %s", len(requests), response.url)
         return requests
+
+    def _dates_moved(self, content: SourceContent) -> None:
+        """The change signals a source response carries itself: a sitemap index's ``lastmod``
+        for a sitemap it lists, and (on the machine holding the state) a dated link to a
+        known source, such as a sitemap or feed listing section pages. Each date counts
+        once, when it moves past the last one seen for that URL; the core drops it if the
+        source was crawled since."""
+        dated = dict(content.source_dates)
+        runtime = self.runtime
+        if runtime.holds_state:
+            known = runtime.state.source_ids
+            for link in content.links:
+                if link.published is not None and self._source_key(link.url) in known:
+                    dated[link.url] = link.published
+        moved = []
+        for url, changed in dated.items():
+            if changed > self._last_dates.get(url, -math.inf):
+                self._last_dates[url] = changed
+                moved.append(SignalRow(url, changed))
+        if moved:
+            self.inc_stat("echo/signals/own", len(moved))
+            runtime.signal_intake.add(moved)
+
+    def _source_key(self, url: str) -> str | None:
+        try:
+            return self.runtime.config.identity.key(url)
+        except ValueError:
+            return None
 
     def _page_response(self, response: Response, echo: dict[str, Any]) -> None:
         appeared = float(echo["appeared"])

@@ -228,8 +228,8 @@ class CrawlState:
         status.new_links += len(new)
         # The first crawl only starts the λ window (CrawlHistory ignores its count).
         self.learner.record_crawl(source, fetched, len(new))
-        if self.signals.received and not first:
-            self.signals.crawled(source, fetched - previous, len(new))
+        if self.signals.received:  # (a first crawl only settles the signals before it)
+            self.signals.crawled(source, 0.0 if first else fetched - previous, len(new))
         return new
 
     def _new_links(self, links: list[str], now: float) -> list[str]:

@@ -120,3 +120,63 @@ def test_the_extension_tails_the_signal_feed(tmp_path) -> None:
     assert crawler.stats.get_value("echo/signalfeed/invalid/missing_field") == 1
     assert extension.read_signal_feeds() == 0  # nothing new
     assert str(feed) in runtime.feed_state()  # its position is saved with the job
+
+
+def index_response(request, lastmods: dict[str, str]):
+    from scrapy.http import XmlResponse
+
+    entries = "".join(
+        f"<sitemap><loc>{url}</loc><lastmod>{when}</lastmod></sitemap>"
+        for url, when in lastmods.items()
+    )
+    body = (
+        '<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"{entries}</sitemapindex>"
+    )
+    return XmlResponse(request.url, body=body.encode(), request=request)
+
+
+def test_a_sitemap_index_signals_the_sitemaps_whose_lastmod_moved() -> None:
+    from scrapy_echo.spidermw import EchoSpiderMiddleware
+    from tests.test_middlewares import source_request
+
+    crawler, runtime, clock = setup()
+    index = runtime.state.add_source("http://news.test/sitemap_index.xml")
+    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    child = "http://news.test/sitemap-news.xml"
+
+    def crawl_index(when: str) -> None:
+        request = source_request(index, "http://news.test/sitemap_index.xml")
+        mw.handle_response(index_response(request, {child: when}))
+
+    clock.now = 2000.0
+    crawl_index("1970-01-01T00:16:40Z")  # 1000 s: the child is new, and dated
+    book = runtime.state.signals
+    source = runtime.state.add_source(child)
+    assert book.count[source] == 1 and crawler.stats.get_value("echo/signals/own") == 1
+    crawl_index("1970-01-01T00:16:40Z")  # the same date again: nothing new
+    assert book.count[source] == 1
+    crawl_index("1970-01-01T00:25:00Z")  # moved: a change
+    assert book.count[source] == 2 and crawler.stats.get_value("echo/signalfeed/source") == 2
+
+
+def test_a_dated_link_to_a_known_source_signals_it() -> None:
+    from scrapy.http import XmlResponse
+
+    from scrapy_echo.spidermw import EchoSpiderMiddleware
+    from tests.test_middlewares import source_request
+
+    crawler, runtime, _ = setup()
+    hub = runtime.state.add_source("http://news.test/world/")
+    sitemap = runtime.state.add_source("http://news.test/sections.xml")
+    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    body = (
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>http://news.test/world/</loc><lastmod>1970-01-01T00:16:40Z</lastmod></url>"
+        "<url><loc>http://news.test/about</loc><lastmod>1970-01-01T00:16:40Z</lastmod></url>"
+        "</urlset>"
+    )
+    request = source_request(sitemap, "http://news.test/sections.xml")
+    mw.handle_response(XmlResponse(request.url, body=body.encode(), request=request))
+    assert runtime.state.signals.count[hub] == 1  # a page that is no source is no signal
+    assert runtime.state.signals.received == 1

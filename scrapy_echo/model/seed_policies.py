@@ -10,8 +10,8 @@ not every detail; what is filled in is said per class.
 
 - ``greedy``: every slot to the highest value, page or source; no solver, no ``ω`` (the level
   the argmax reaches plays its part), so the crawl rate is constant by construction.
-- ``greedy-cis``: ``greedy`` taking signals as noiseless: a source signalled since its last
-  crawl is worth its cap ``λP/μ`` (it surely has a new link waiting).
+- ``greedy-cis``: ``greedy`` taking signals as noiseless: each signal since a source's last
+  crawl is a new page surely waiting on it, valued per crawl it takes to collect.
 - ``lds``: the low-discrepancy schedule of Azar et al. (the seed's baseline): each source
   crawled as evenly as it can be at the solver's rate ``1/I``, the most behind first, at every
   slot no worthy page takes.
@@ -70,10 +70,11 @@ class Greedy(Policy):
 
 
 class GreedyCis(Greedy):
-    """Seed 002's GREEDY-CIS: GREEDY with every signal taken as a sure change. A source
-    signalled since its last crawl is worth the cap of its index, ``λP/μ`` (``V(∞)``): the
-    value of a source known to have new links, as the seed gives a page known stale its
-    cap. False signals make it spend crawls on sources with nothing new."""
+    """Seed 002's GREEDY-CIS: GREEDY with every signal taken as a sure change. The seed gives
+    a page known stale its cap; here a source's ``k`` pending signals are ``k`` sure new
+    pages, worth ``P Σ_j e^{-μ (now - t_j)}`` for the ``k + 1`` crawls that collect them, on
+    the scale pages are weighed on (the cap ``λP/μ``, or the sum alone, would outbid every
+    waiting page for good). False signals make it spend crawls on sources with nothing new."""
 
     name = "greedy-cis"
 
@@ -82,12 +83,14 @@ class GreedyCis(Greedy):
         book = self.signals
         if book is None or not book.received:
             return value
-        book.grow(last_crawl.size)
-        signalled = (book.count[: last_crawl.size] > 0) & (now >= last_crawl)
-        est = plan.estimates
-        with np.errstate(divide="ignore"):
-            cap = np.where(est.decay > 0, est.link_rate * est.profit / est.decay, np.inf)
-        return np.where(signalled, np.maximum(cap, value), value)
+        n = last_crawl.size
+        book.grow(n)
+        book.decay = np.array(plan.estimates.decay, dtype=np.float64)
+        count, recent = book.recent(np.arange(n), now)
+        # Per crawl it takes to collect them (the source's, then one per page): summed, a
+        # backlog of signals would outbid every waiting page for good.
+        sure = plan.estimates.profit * recent / (1.0 + count)
+        return np.where((count > 0) & (now >= last_crawl), np.maximum(value, sure), value)
 
 
 class LowDiscrepancy(Policy):
