@@ -178,3 +178,37 @@ def test_pure_noise_signals_do_not_move_echo_newpages() -> None:
     assert with_noise == pytest.approx(caught("echo-newpages", False), abs=0.01)
     assert with_noise == pytest.approx(caught("echo-paper", True), abs=0.01)
     assert caught("echo-paper", True) == caught("echo-paper", False)  # it ignores them
+
+
+def test_cli_replays_a_traces_signals_unless_told_not_to(tmp_path: Path) -> None:
+    trace_dir = tmp_path / "trace"
+    python = [sys.executable, "-m", "scrapy_echo.sim"]
+    synth = ["synth", "--out", str(trace_dir), "--sources", "60", "--days", "3"]
+    params = ("--param", "signal_recall=0.9", "--param", "signal_precision=0.9")
+    subprocess.run([*python, *synth, *params], check=True, capture_output=True, text=True)
+
+    def replay(*extra: str) -> dict[str, float]:
+        out = tmp_path / f"out{len(extra)}"
+        subprocess.run(
+            [
+                *python,
+                *("run", "--trace", str(trace_dir), "--policies", "echo-newpages,greedy-cis"),
+                *("--rates", "0.01", "--out", str(out), *extra),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        results = json.loads((out / "results.json").read_text())
+        return {r["policy"]: r["fraction_of_upper_bound"] for r in results}
+
+    with_signals, without = replay(), replay("--no-signals")
+    assert with_signals["greedy-cis"] != without["greedy-cis"]
+    assert with_signals["echo-newpages"] > without["echo-newpages"]
+    ceiling = subprocess.run(
+        [*python, "ceiling", "--trace", str(trace_dir), "--rates", "0.01"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert "change signals are not in this model" in ceiling.stdout

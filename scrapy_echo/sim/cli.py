@@ -117,6 +117,11 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
         shown = "not reached" if math.isinf(rate) else f"{rate:.4g} crawls/s"
         print(f"{name:<17} {args.target:.0%} of the model's bound at {shown}")
     print(f"bfs / optimal schedule: {found.ratio:.2f}")
+    if len(trace.signal_ts):
+        print(
+            f"the trace's {len(trace.signal_ts)} change signals are not in this model: a "
+            "schedule that follows them can pass these figures (run and needed-rate replay them)"
+        )
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -139,6 +144,7 @@ def _run_one(trace: Trace, name: str, rate: float, args: argparse.Namespace, bou
         default_half_life=args.half_life,
         clicks_before_crawl=not args.search_log,
         clicks=not args.no_clicks,
+        signals=not args.no_signals,
     )
     started = time.monotonic()
     bar = _Progress(f"{name} @ {rate:g}/s")
@@ -348,6 +354,12 @@ def _parser() -> argparse.ArgumentParser:
             action="store_true",
             help="the crawler gets no click log (a monitor without a click feed), and a "
             "page is scored 1 crawled at once, halving every --half-life seconds of delay",
+        )
+        p.add_argument(
+            "--no-signals",
+            action="store_true",
+            help="the crawler gets none of the trace's change-indicating signals "
+            "(signals.csv); default: each as its time comes",
         )
         p.add_argument(
             "--half-life",
