@@ -1,8 +1,8 @@
-"""A live crawl with change-indicating signals (seed 002): eight sections publishing at random
-times, a budget too small to poll them all often, and a signal feed that names a section's hub
-when it publishes (recall 0.8) and at random (precision 0.8). The same crawl runs at the same
-time against a twin site without the feed; the one with signals must catch 1.2 times the
-profit."""
+"""A live crawl with change-indicating signals (seed 002): sixteen sections publishing at random
+times (one article every 16 s each, on average), a budget that polls each hub only every 10 s or
+so, and a signal feed that names a section's hub when it publishes (recall 0.8) and at random
+(precision 0.8). The same crawl runs at the same time against a twin site without the feed; the
+one with signals must catch 1.2 times the profit (it caught 1.36 to 1.53 times in four runs)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from tests.test_crawl import FAST
 pytestmark = pytest.mark.slow
 
 DURATION = 90.0  # s of crawl
-LEARNING = 20.0  # s before profit counts: the crawl learns the signals' quality first
-MEAN_GAP = 6.0  # s between a section's articles, on average (Poisson)
-PROFITS = (8.0, 6.0, 4.0, 3.0, 2.0, 1.5, 1.0, 0.5)
+LEARNING = 30.0  # s before profit counts: the crawl learns the signals' quality first
+MEAN_GAP = 16.0  # s between a section's articles, on average (Poisson)
+PROFITS = (8.0, 6.0, 5.0, 4.0, 3.0, 3.0, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5)
 
 
 def sections(seed: int) -> dict[str, Section]:
@@ -32,7 +32,7 @@ def sections(seed: int) -> dict[str, Section]:
         while t < DURATION + 10.0:
             t += rng.expovariate(1.0 / MEAN_GAP)
             times.append(t)
-        made[f"s{n}"] = Section(period=None, profit=profit, decay=0.2, times=tuple(times))
+        made[f"s{n}"] = Section(period=None, profit=profit, decay=0.15, times=tuple(times))
     return made
 
 
@@ -45,7 +45,7 @@ def run(tmp_path: Path, site: LocalNewsSite, signals: bool, out: dict[str, Crawl
     settings = {
         **FAST,
         "ECHO_SOURCES": ",".join(site.hub_url(name) for name in site.sections),
-        "ECHO_CRAWL_RATE": 2.2,
+        "ECHO_CRAWL_RATE": 2.0,
         "ECHO_CLICK_FEED": str(clicks),
         "CLOSESPIDER_TIMEOUT": DURATION,
     }
