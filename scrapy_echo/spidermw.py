@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import TextResponse
 
 from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded, SourceFetched
+from scrapy_echo.identity import fold_scheme
 from scrapy_echo.outlinks import SourceContent, published_time, read_source
 from scrapy_echo.runtime import EchoComponent
 from scrapy_echo.signalfeed import SignalRow
@@ -120,8 +121,8 @@ class EchoSpiderMiddleware(EchoComponent):
         runtime = self.runtime
         if runtime.holds_state:
             known = runtime.state.source_ids
-            for link in content.links:
-                if link.published is not None and self._source_key(link.url) in known:
+            for link in content.links:  # (clean already: their key is the folded URL)
+                if link.published is not None and fold_scheme(link.url) in known:
                     dated[link.url] = link.published
         moved = []
         for url, changed in dated.items():
@@ -131,12 +132,6 @@ class EchoSpiderMiddleware(EchoComponent):
         if moved:
             self.inc_stat("echo/signals/own", len(moved))
             runtime.signal_intake.add(moved)
-
-    def _source_key(self, url: str) -> str | None:
-        try:
-            return self.runtime.config.identity.key(url)
-        except ValueError:
-            return None
 
     def _page_response(self, response: Response, echo: dict[str, Any]) -> None:
         appeared = float(echo["appeared"])

@@ -63,7 +63,9 @@ class EchoNewPages(EchoPaper):
             book.grow(len(plan))
             book.decay = np.array(plan.estimates.decay, dtype=np.float64)
             all_recall, all_false = book.quality()
-            which = np.flatnonzero((all_recall >= MIN_RECALL) & plan.kept[: len(all_recall)])
+            # (The book may know sources added since the plan was made: not planned yet.)
+            all_recall = all_recall[: len(plan)]
+            which = np.flatnonzero((all_recall >= MIN_RECALL) & plan.kept)
             recall, false = all_recall[which], all_false[which]
         self._signal_plan = (plan, which, recall, false)
         return which, recall, false

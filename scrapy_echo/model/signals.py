@@ -135,7 +135,8 @@ class SignalBook:
         """Recall ``r`` and false-signal rate ``ν`` (1/s) per source.
 
         ``ν`` is the signal rate over intervals that found nothing (their signals were all
-        false), shrunk toward the pooled one; the signals left over were true, and ``r`` is
+        false), shrunk toward the pooled share of false signals at the source's own signal
+        rate; the signals left over were true, and ``r`` is
         their share of the new links found, shrunk toward the pooled recall as far as the
         sources' recalls are alike (:func:`_recall_prior`). A recall is 0 unless it is
         clearly above :data:`MIN_RECALL` (no evidence: no trust)."""
@@ -150,24 +151,15 @@ class SignalBook:
         if empty_span > 0 and total_signals > 0:
             pooled_false = float(self._empty_signals.sum()) / empty_span
             false_share = min(pooled_false * float(self._span.sum()) / total_signals, 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rate = np.where(self._span > 0, self._signals / self._span, 0.0)
-            prior_span = np.where(rate > 0, PRIOR_SIGNALS / rate, 0.0)
-            false = np.where(
-                self._empty_span + prior_span > 0,
-                (self._empty_signals + false_share * PRIOR_SIGNALS * (rate > 0))
-                / (self._empty_span + prior_span),
-                0.0,
-            )
+        rate = _ratio(self._signals, self._span)
+        prior_span = _ratio(np.full_like(rate, PRIOR_SIGNALS), rate)
+        weighed = self._empty_span + prior_span  # the seconds ν rests on
+        false = _ratio(self._empty_signals + false_share * PRIOR_SIGNALS * (rate > 0), weighed)
         # The signals left over were true.
         true_signals = self._signals - false * self._span
         # What the false signals add to the spread of true_signals: their Poisson count, and
         # the error of ν times the span it is charged over.
-        weighed = self._empty_span + prior_span
-        share_of_evidence = np.divide(
-            self._span, weighed, out=np.zeros_like(weighed), where=weighed > 0
-        )
-        false_noise = false * self._span * (1.0 + share_of_evidence)
+        false_noise = false * self._span * (1.0 + _ratio(self._span, weighed))
         pooled, weight = _recall_prior(true_signals, self._signals, self._links, false_noise)
         prior = pooled * weight
         # Trusted only if still MIN_RECALL with TRUST_SDS standard deviations of the signal
@@ -182,6 +174,11 @@ class SignalBook:
         ``Σ_j e^{-μ (now - t_j)}``."""
         age = np.maximum(now - self._ref[sources], 0.0)
         return self.count[sources], self._sum[sources] * np.exp(-self.decay[sources] * age)
+
+
+def _ratio(top: FloatArray, bottom: FloatArray) -> FloatArray:
+    """``top / bottom``, 0 where ``bottom`` is not positive."""
+    return np.divide(top, bottom, out=np.zeros_like(top), where=bottom > 0)
 
 
 def _recall_prior(
