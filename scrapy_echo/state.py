@@ -19,6 +19,7 @@ import numpy as np
 
 from scrapy_echo.identity import PageIdentity, fold_scheme
 from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.cycles import WeekProfile
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.priors import ColdStart
@@ -130,6 +131,7 @@ class CrawlState:
         )
         self.frontier = Frontier(0)
         self.signals = SignalBook()  # change-indicating signals (docs/how-it-works.rst)
+        self.profile = WeekProfile()  # when sources publish, by hour of the week
 
     # -- sources --------------------------------------------------------------------------
     @property
@@ -228,6 +230,8 @@ class CrawlState:
         status.new_links += len(new)
         # The first crawl only starts the λ window (CrawlHistory ignores its count).
         self.learner.record_crawl(source, fetched, len(new))
+        if not first:
+            self.profile.observe(source, previous, fetched, len(new))
         if self.signals.received:  # (a first crawl only settles the signals before it)
             self.signals.crawled(source, 0.0 if first else fetched - previous, len(new))
         return new
@@ -257,6 +261,7 @@ class CrawlState:
             previous = status.last_fetched
             fetched = self._fetch_time(status, fetched)
             self.learner.record_crawl(source, fetched, 0)
+            self.profile.observe(source, previous, fetched, 0)
             if self.signals.received:
                 self.signals.crawled(source, fetched - previous, 0)
 

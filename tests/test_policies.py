@@ -221,6 +221,7 @@ def test_echo_paper_decides_as_echo_newpages_first_built() -> None:
 def test_every_named_policy_exists_and_unknown_names_fail() -> None:
     assert set(POLICIES) == {
         "echo-newpages",
+        "echo-cycles",
         "echo-paper",
         "echo-schedule",
         "echo-greedy",

@@ -37,6 +37,7 @@ from scrapy_echo.core.events import (
 )
 from scrapy_echo.identity import fold_scheme, site_of_host
 from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.cycles import rate_factor
 from scrapy_echo.model.limits import ScheduleLimits
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Decision, Policy
@@ -280,6 +281,19 @@ class CrawlCore:
         """What the policy fetches next: a source, or a source's newest waiting page."""
         return self.policy.choose(now, self.state.last_crawl, self.state.frontier)
 
+    def _rate_factor(self, now: float) -> FloatArray:
+        """Each source's ``λ`` (over its window) to its weekly average, by the week's
+        publishing cycle learned so far (docs/how-it-works.rst, "Daily and weekly cycles")."""
+        crawls = self.state.learner.crawls
+        links, span = crawls.long_run()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = np.where(span > 0, links / span, 0.0)
+        profile = self.state.profile
+        profile.fit(now, rates)
+        oldest, newest = crawls.window_bounds()
+        self.policy.profile = profile
+        return rate_factor(profile, oldest, newest)
+
     def replan(
         self, now: float, budget: float, capacity: Callable[[str], float] | None = None
     ) -> Plan:
@@ -303,6 +317,8 @@ class CrawlCore:
             link_rate = estimates.link_rate.copy()
             link_rate[off] = 0.0
             estimates = replace(estimates, link_rate=link_rate)
+        if self.policy.uses_cycles:
+            self.policy.rate_factor = self._rate_factor(now)
         plan = self.policy.replan(estimates, budget)
         self.solves += 1
         self.state.record(

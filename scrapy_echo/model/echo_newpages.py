@@ -95,12 +95,26 @@ class EchoNewPages(EchoPaper):
         return which, np.where(elapsed >= 0, value, -np.inf)
 
     # -- the decision rule -------------------------------------------------------------
+    def _cycle(self, now: float, last_crawl: FloatArray) -> FloatArray | None:
+        """Per source, how much busier than its average it has been since its last crawl,
+        or None to take its rate as constant (here; ``echo-cycles`` learns the week)."""
+        return None
+
     def _due_source(self, now: float, last_crawl: FloatArray, plan: Plan) -> Decision | None:
         which, value = self._signal_values(now, last_crawl, plan)
-        if not which.size or not plan.omega > 0:
+        cycle = self._cycle(now, last_crawl)
+        if (not which.size and cycle is None) or not plan.omega > 0:
             return super()._due_source(now, last_crawl, plan)
-        # τ/I for the others, V/ω for these: either is 1 when a source falls due.
-        ratio = (now - last_crawl) * plan.recrawl_rate
+        if cycle is None:
+            # τ/I for the others, V/ω for these: either is 1 when a source falls due.
+            ratio = (now - last_crawl) * plan.recrawl_rate
+        else:
+            # V/ω, with V from the rate since the last crawl (the week's cycle): 1 at τ = I
+            # for a source of average rate.
+            with np.errstate(over="ignore", invalid="ignore"):
+                ratio = early_recrawl_values(now, np.minimum(last_crawl, now), plan)
+            ratio *= cycle / plan.omega
+            ratio[last_crawl > now] = 0.0
         ratio[which] = value / plan.omega
         most = int(ratio.argmax())
         return Decision("source", most) if ratio[most] >= 1.0 else None
@@ -108,11 +122,14 @@ class EchoNewPages(EchoPaper):
     def _early_recrawl(self, now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
         held = self._held_back(now, last_crawl)
         which, signal_value = self._signal_values(now, last_crawl, plan)
-        if not which.size:
+        cycle = self._cycle(now, last_crawl)
+        if not which.size and cycle is None:
             return self._early_recrawl_unbounded(now, held, plan)
         # These sources are weighed by their signal index, the rest as without signals.
         with np.errstate(over="ignore", invalid="ignore"):
             values = early_recrawl_values(now, np.minimum(held, now), plan)
+        if cycle is not None:
+            values *= cycle
         values[held >= now] = 0.0
         values[which] = signal_value
         top = int(values.argmax())

@@ -119,6 +119,17 @@ class CrawlHistory:
         known = filled >= 2
         return np.where(known, links, 0).astype(np.float64), np.where(known, span, 0.0)
 
+    def window_bounds(self) -> tuple[FloatArray, FloatArray]:
+        """When each source's window starts and ends (NaN for sources crawled fewer than
+        twice): the crawls :meth:`window` counts the links between."""
+        size = self.history + 1
+        rows = np.arange(self.sources)
+        filled = np.array(self.filled, dtype=np.int64)
+        oldest_slot = np.where(filled == size, np.array(self.next, dtype=np.int64), 0)
+        known = filled >= 2
+        oldest = np.where(known, self.times[rows, oldest_slot], np.nan)
+        return oldest, np.where(known, np.array(self.newest, dtype=np.float64), np.nan)
+
     def long_run(self) -> tuple[FloatArray, FloatArray]:
         """New links and seconds over all crawls of each source, fading over ``memory``."""
         return np.array(self.long_links, dtype=np.float64), np.array(self.long_span, np.float64)

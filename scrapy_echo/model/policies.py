@@ -51,6 +51,7 @@ from scrapy_echo.model.schedule import IntervalSolution
 from scrapy_echo.model.solver import solve_intervals
 
 if TYPE_CHECKING:
+    from scrapy_echo.model.cycles import WeekProfile
     from scrapy_echo.model.signals import SignalBook
 
 
@@ -70,6 +71,9 @@ class Policy(ABC):
     # Whether the plan honours ``limits`` (per-host capacity, interval bounds): an
     # improvement past the paper, so echo-newpages' alone.
     uses_limits: ClassVar[bool] = False
+    # Whether it reads the week's publishing cycle (``profile``, ``rate_factor``): the driver
+    # learns it only then.
+    uses_cycles: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         self.seed = seed
@@ -82,6 +86,10 @@ class Policy(ABC):
         self._quiet: tuple[Plan | None, int, float] = (None, 0, 0.0)  # see _due_source
         self.limits: ScheduleLimits | None = None  # set by the driver before a replan
         self.signals: SignalBook | None = None  # likewise: the crawl's signals, if any
+        # Likewise: each source's λ over its window to its weekly average (the week's cycle),
+        # and the cycle itself.
+        self.rate_factor: FloatArray | None = None
+        self.profile: WeekProfile | None = None
 
     def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
         """Make a new plan from fresh estimates and the crawl budget (pages/s)."""

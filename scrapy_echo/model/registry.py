@@ -3,6 +3,7 @@ choose from."""
 
 from __future__ import annotations
 
+from scrapy_echo.model.cycle_policy import EchoCycles
 from scrapy_echo.model.echo_newpages import EchoNewPages
 from scrapy_echo.model.policies import (
     BreadthFirst,
@@ -19,6 +20,7 @@ POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
     for cls in (
         EchoNewPages,
+        EchoCycles,
         EchoPaper,
         EchoSchedule,
         EchoGreedy,
