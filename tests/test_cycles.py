@@ -45,6 +45,7 @@ def test_the_cumulative_intensity_adds_up(start: float, first: float, second: fl
 def test_a_flat_week_stays_flat_and_changes_no_rate() -> None:
     rng = np.random.default_rng(0)
     profile = WeekProfile()
+    profile.enabled = True
     for day in range(14):
         for source in range(50):
             start = day * 86400.0 + rng.uniform(0, 80000)
@@ -60,6 +61,7 @@ def test_the_profile_learns_a_daily_and_weekly_cycle_from_crawl_intervals() -> N
     helper = profile_with(truth)
     rng = np.random.default_rng(1)
     profile = WeekProfile()
+    profile.enabled = True
     rates = rng.lognormal(-7, 1, 200)
     for day in range(21):
         for source, rate in enumerate(rates):
@@ -103,3 +105,14 @@ def test_echo_cycles_recrawls_sooner_after_a_busy_spell_than_after_a_quiet_one()
         plain._due_source(now_afternoon, np.array([now_afternoon - ago, 1e9]), plain_plan) is None
     )
     assert policy.choose(now_afternoon, np.array([now_afternoon - ago, 1e9]), Frontier(2)) == busy
+
+
+def test_intervals_are_kept_only_for_a_policy_that_reads_them() -> None:
+    profile = WeekProfile()
+    profile.observe(0, 0.0, HOUR, 3)
+    profile.fit(HOUR, np.ones(1))
+    assert not profile.fitted  # (echo-newpages: nothing kept, nothing to fold)
+    profile.enabled = True
+    profile.observe(0, 0.0, HOUR, 3)
+    profile.fit(HOUR, np.ones(1))
+    assert profile.fitted

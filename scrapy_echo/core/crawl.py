@@ -317,6 +317,7 @@ class CrawlCore:
             link_rate = estimates.link_rate.copy()
             link_rate[off] = 0.0
             estimates = replace(estimates, link_rate=link_rate)
+        self.state.profile.enabled = self.policy.uses_cycles
         if self.policy.uses_cycles:
             self.policy.rate_factor = self._rate_factor(now)
         plan = self.policy.replan(estimates, budget)

@@ -5,10 +5,10 @@ cycles").
 Source ``i`` publishes at rate ``λ_i m(t)``: its own level ``λ_i`` times an intensity ``m``
 shared by all sources, one value per hour of the week, averaging 1 over the week. A crawl
 interval ``(a, b]`` that found ``n`` new links expects ``λ_i ∫_a^b m``. Each re-solve folds in
-the intervals since the last one, an EM step: their links are shared among the hours they
-span in proportion to ``m``, their exposure is ``λ_i`` times the seconds they spend in each
-hour, and ``m`` is links over exposure, shrunk toward 1 (a flat week) and fading over
-``memory`` so that it follows a change of habits.
+the intervals since the last one and runs EM: links are shared among the hours their interval
+spans in proportion to ``m``, exposure is ``λ_i`` times the seconds spent in each hour, and
+``m`` is links over exposure, shrunk toward 1 (a flat week) and fading over ``memory`` so that
+it follows a change of habits.
 """
 
 from __future__ import annotations
@@ -48,11 +48,12 @@ class WeekProfile:
         self._fitted_at = math.nan
         self._pending: list[tuple[int, float, float, int]] = []  # source, a, b, new links
         self.fitted = False  # any interval folded in yet
+        self.enabled = False  # set by the driver when its policy reads the profile
 
     def observe(self, source: int, start: float, end: float, new_links: int) -> None:
         """A crawl of ``source`` at ``end`` found ``new_links`` new links that appeared since
-        its crawl at ``start``."""
-        if end > start:
+        its crawl at ``start`` (kept only while :attr:`enabled`)."""
+        if self.enabled and end > start:
             if len(self._pending) >= MAX_PENDING:
                 del self._pending[: MAX_PENDING // 2]
             self._pending.append((source, start, end, new_links))
