@@ -148,6 +148,7 @@ class FeedReader(Generic[Row]):
             )
         self.fmt = fmt
         self.invalid: Counter[str] = Counter()
+        self._invalid_reported: Counter[str] = Counter()
         self.rows_read = 0
         self._offset = 0
         self._line = 0
@@ -184,6 +185,13 @@ class FeedReader(Generic[Row]):
         self._offset += complete
         self.rows_read += len(rows)
         return rows
+
+    def new_invalid(self) -> Counter[str]:
+        """The bad rows by kind skipped since the last call (for stats: the reader logs the
+        first of each kind itself)."""
+        new = self.invalid - self._invalid_reported
+        self._invalid_reported = self.invalid.copy()
+        return new
 
     def state(self) -> dict[str, object]:
         """Where reading stands, as JSON-able data for :meth:`restore`."""

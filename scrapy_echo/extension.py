@@ -43,7 +43,6 @@ class EchoExtension(EchoComponent):
             [SignalFeedReader(signal_feed)] if signal_feed is not None else []
         )
         self._signal_loop: LoopingCall | None = None
-        self._invalid_seen: dict[tuple[int, str], int] = {}
         self._loop: LoopingCall | None = None
         self._status_loop: LoopingCall | None = None
         self._responses_then = (0, 0.0)  # responses counted, and when, at the last status
@@ -130,15 +129,11 @@ class EchoExtension(EchoComponent):
         taken = 0
         if not self.runtime.holds_state:
             return taken  # distributed mode: only the planner reads the feed files
-        for number, reader in enumerate(self.runtime.feeds):
+        for reader in self.runtime.feeds:
             taken += self.runtime.add_clicks(reader.read())
-            for kind, count in reader.invalid.items():
-                # The reader logs the first bad row of each kind; here only the stats.
-                new = count - self._invalid_seen.get((number, kind), 0)
-                if new > 0:
-                    self.inc_stat("echo/clickfeed/invalid", new)
-                    self.inc_stat(f"echo/clickfeed/invalid/{kind}", new)
-                self._invalid_seen[number, kind] = count
+            for kind, new in reader.new_invalid().items():
+                self.inc_stat("echo/clickfeed/invalid", new)
+                self.inc_stat(f"echo/clickfeed/invalid/{kind}", new)
         return taken
 
     def read_signal_feeds(self) -> int:

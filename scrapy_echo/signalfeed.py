@@ -129,14 +129,11 @@ class SignalIntake:
         taken = 0
         stats = self.runtime.crawler.stats
         for reader in self.readers:
-            before = dict(reader.invalid)
             taken += self.add(reader.read())
-            if stats is not None:
-                for kind, count in reader.invalid.items():
-                    new = count - before.get(kind, 0)
-                    if new:
-                        stats.inc_value("echo/signalfeed/invalid", new)
-                        stats.inc_value(f"echo/signalfeed/invalid/{kind}", new)
+            for kind, new in reader.new_invalid().items():
+                if stats is not None:
+                    stats.inc_value("echo/signalfeed/invalid", new)
+                    stats.inc_value(f"echo/signalfeed/invalid/{kind}", new)
         return taken
 
     def count_invalid(self, kind: str, message: str) -> None:

@@ -291,7 +291,6 @@ class CrawlCore:
         profile = self.state.profile
         profile.fit(now, rates)
         oldest, newest = crawls.window_bounds()
-        self.policy.profile = profile
         return rate_factor(profile, oldest, newest)
 
     def replan(
@@ -320,6 +319,7 @@ class CrawlCore:
         self.state.profile.enabled = self.policy.uses_cycles
         if self.policy.uses_cycles:
             self.policy.rate_factor = self._rate_factor(now)
+            self.policy.profile = self.state.profile
         plan = self.policy.replan(estimates, budget)
         self.solves += 1
         self.state.record(

@@ -71,17 +71,17 @@ class WeekProfile:
         self.fitted = self.fitted or bool(rows)
         if rows:
             self._fold(rows, rates)
-        total_links, total_exposure = self._links.sum(), self._coverage(self._exposure).sum()
+        exposure = _covering_sums(self._exposure)
+        total_links, total_exposure = self._links.sum(), exposure.sum()
         if total_links <= 0 or total_exposure <= 0:
             return
         overall = total_links / total_exposure
-        exposure = self._coverage(self._exposure)
         level = self.level
         for _ in range(self.iterations):
             # E: each cell's links shared among the hours it covers, in proportion to m.
             covered = _window_sums(level)  # [start, length - 1]
             ratio = np.divide(self._links, covered, out=np.zeros_like(covered), where=covered > 0)
-            attributed = level * self._coverage(ratio)
+            attributed = level * _covering_sums(ratio)
             # M: links over exposure per hour, shrunk toward a flat week (PRIOR_LINKS per
             # hour at the overall rate).
             level = (attributed + PRIOR_LINKS) / (exposure * overall + PRIOR_LINKS)
@@ -100,12 +100,6 @@ class WeekProfile:
         rate[known] = np.nan_to_num(rates[source[known]], nan=0.0, posinf=0.0)
         np.add.at(self._links, (first, hours - 1), links)
         np.add.at(self._exposure, (first, hours - 1), rate * span / hours)
-
-    @staticmethod
-    def _coverage(table: FloatArray) -> FloatArray:
-        """Per hour of the week, the sum of ``table[start, length - 1]`` over the cells whose
-        hours cover it."""
-        return _covering_sums(table)
 
     def mean_between(self, start: FloatArray, end: FloatArray) -> FloatArray:
         """The mean of ``m`` over each ``(start, end]`` (1 where it is empty)."""

@@ -44,11 +44,7 @@ class Greedy(Policy):
         first = self._first_crawl(last_crawl)
         if first is not None:
             return first
-        best_page, page_value = -1, -np.inf
-        if len(frontier):
-            waiting, values = self._page_values(now, frontier, plan)
-            top = int(values.argmax())
-            best_page, page_value = int(waiting[top]), float(values[top])
+        best_page, page_value = _best_page(now, frontier, plan)
         if not last_crawl.size:
             return Decision("page", best_page) if best_page >= 0 else None
         source_values = self.source_values(now, last_crawl, plan)
@@ -77,6 +73,7 @@ class GreedyCis(Greedy):
     waiting page for good). False signals make it spend crawls on sources with nothing new."""
 
     name = "greedy-cis"
+    _decay_plan: Plan | None = None
 
     def source_values(self, now: float, last_crawl: FloatArray, plan: Plan) -> FloatArray:
         value = super().source_values(now, last_crawl, plan)
@@ -85,7 +82,9 @@ class GreedyCis(Greedy):
             return value
         n = last_crawl.size
         book.grow(n)
-        book.decay = np.array(plan.estimates.decay, dtype=np.float64)
+        if self._decay_plan is not plan:  # (once per plan, not at every slot)
+            book.decay = np.array(plan.estimates.decay, dtype=np.float64)
+            self._decay_plan = plan
         count, recent = book.recent(np.arange(n), now)
         # Per crawl it takes to collect them (the source's, then one per page): summed, a
         # backlog of signals would outbid every waiting page for good.
@@ -104,13 +103,9 @@ class LowDiscrepancy(Policy):
 
     def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
         plan = self._plan_for(last_crawl)
-        best_page = -1
-        if len(frontier):
-            waiting, values = self._page_values(now, frontier, plan)
-            top = int(values.argmax())
-            best_page = int(waiting[top])
-            if values[top] >= plan.omega:
-                return Decision("page", best_page)
+        best_page, page_value = _best_page(now, frontier, plan)
+        if best_page >= 0 and page_value >= plan.omega:
+            return Decision("page", best_page)
         first = self._first_crawl(last_crawl)
         if first is not None:
             return first
@@ -122,6 +117,17 @@ class LowDiscrepancy(Policy):
         if best_page >= 0:
             return Decision("page", best_page)
         return None
+
+
+def _best_page(now: float, frontier: Frontier, plan: Plan) -> tuple[int, float]:
+    """The source whose newest waiting page is worth most now, and that worth (-1 and -inf
+    when nothing waits). (ECHO-paper has its own, which also drops hopeless pages: the
+    reference policy is left as it is.)"""
+    if not len(frontier):
+        return -1, -np.inf
+    waiting, values = Policy._page_values(now, frontier, plan)
+    top = int(values.argmax())
+    return int(waiting[top]), float(values[top])
 
 
 __all__ = ["Greedy", "GreedyCis", "LowDiscrepancy"]
