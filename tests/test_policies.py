@@ -231,6 +231,8 @@ def test_every_named_policy_exists_and_unknown_names_fail() -> None:
         "greedy",
         "greedy-cis",
         "lds",
+        "rr",
+        "od-win",
     }
     with pytest.raises(ValueError, match="unknown policy 'echo'"):
         make_policy("echo")

@@ -4,6 +4,7 @@ choose from."""
 from __future__ import annotations
 
 from scrapy_echo.model.cycle_policy import EchoCycles
+from scrapy_echo.model.discovery_policies import OdWin, RoundRobin
 from scrapy_echo.model.echo_newpages import EchoNewPages
 from scrapy_echo.model.policies import (
     BreadthFirst,
@@ -30,6 +31,8 @@ POLICIES: dict[str, type[Policy]] = {
         Greedy,
         GreedyCis,
         LowDiscrepancy,
+        RoundRobin,
+        OdWin,
     )
 }
 

@@ -30,6 +30,7 @@ from scrapy_echo.identity import PageIdentity
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.policies import Policy
 from scrapy_echo.sim.links import LinkIndex
+from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.trace import Trace
 
 _SOURCE_URL = "https://sim.invalid/s/"
@@ -119,6 +120,8 @@ def simulate(
         policy.name, settings, np.full(trace.n_pages, np.nan), np.full(trace.n_pages, np.nan)
     )
     clicks = _ClickLog(trace)
+    if isinstance(policy, GreedyOracle):
+        policy.attach(trace, replay.discovered)
 
     slot = 1.0 / settings.crawl_rate
     slots = math.floor(trace.duration * settings.crawl_rate)

@@ -5,6 +5,11 @@ clicks it received at ``t`` or later, from the trace's ground truth. Everything 
 after the warm-up: the pages created in ``[warmup, duration)``, crawled by the end of the
 trace (for the upper bound: the moment they appeared). The dynamic profit is the paper's: the
 profit of the pages crawled in each window.
+
+Coverage is seed 004's measure (Pham et al., WSDM 2018, section 3): the share of the new
+pages a crawl finds. The seed divides by what recrawling every source every hour finds; here
+the divisor is every page created after the warm-up, and a page counts when it is found
+within the period (1 h, the seed's cycle; 4 h, its timeliness figure) or at all by the end.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from scrapy_echo.model.metric import (
 from scrapy_echo.sim.engine import Replay
 from scrapy_echo.sim.trace import Trace
 
+HOUR = 3600.0
+
 
 @dataclass(frozen=True)
 class Score:
@@ -39,6 +46,9 @@ class Score:
     idle_slots: int
     median_discovery_delay: float  # seconds from creation to discovery, pages found in window
     median_crawl_delay: float  # seconds from creation to crawl, pages crawled in window
+    coverage_1h: float  # share of the new pages found within an hour of appearing
+    coverage_4h: float
+    coverage: float  # found at all by the end of the trace
     dynamic_times: FloatArray
     dynamic_profit: FloatArray  # profit per second over the trailing window at each time
 
@@ -93,9 +103,22 @@ def score(
         idle_slots=replay.idle_slots,
         median_discovery_delay=_median(replay.discovered[found] - trace.page_created[found]),
         median_crawl_delay=_median(replay.crawled[inside] - trace.page_created[inside]),
+        coverage_1h=coverage(trace, replay, within=HOUR),
+        coverage_4h=coverage(trace, replay, within=4 * HOUR),
+        coverage=coverage(trace, replay, within=np.inf),
         dynamic_times=times,
         dynamic_profit=dynamic,
     )
+
+
+def coverage(trace: Trace, replay: Replay, *, within: float) -> float:
+    """Share of the pages created after the warm-up that ``replay`` found within ``within``
+    seconds of their creation (``inf``: by the end of the trace); NaN if there are none."""
+    created = (trace.page_created >= trace.warmup) & (trace.page_created < trace.duration)
+    if not created.any():
+        return float("nan")
+    delay = replay.discovered[created] - trace.page_created[created]  # NaN: never found
+    return float(np.mean(delay <= within))
 
 
 def page_value(trace: Trace, crawled: FloatArray, half_life: float | None) -> FloatArray:

@@ -1,0 +1,73 @@
+"""Seed 004's GREEDY: the oracle that knows what each source would yield before crawling it.
+
+The seed (Pham et al., WSDM 2018, section 5) uses it as an upper bound on coverage: each
+hour it picks the ``k`` seeds whose crawl would find the most pages not found yet
+(Dasgupta et al.'s greedy set cover, so that overlapping seeds are not both picked for the
+same pages). Here it reads the trace: once per cycle it counts, per source, the links shown
+now whose page nobody has found, and then spends source slots on the largest counts; a
+crawled source's count drops to zero until the next count. It crawls every new page first,
+newest first, as the seed crawls the new outlinks of every seed it picks.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.frontier import Frontier
+from scrapy_echo.model.policies import Decision, Policy
+from scrapy_echo.sim.trace import Trace
+
+
+class GreedyOracle(Policy):
+    """Seed 004's GREEDY, counting from the trace; only the simulator can run it."""
+
+    name = "greedy-oracle"
+    uses_solver = False
+    cycle: ClassVar[float] = 3600.0  # seconds between counts: the seed's cycle
+
+    def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
+        super().__init__(seed=seed, repair_solves=repair_solves)
+        self._trace: Trace | None = None
+        self._discovered = np.zeros(0)
+        self._counts = np.zeros(0)
+        self._next_count = 0.0
+
+    def attach(self, trace: Trace, discovered: FloatArray) -> None:
+        """Read ``trace``, and the replay's ``discovered`` as it fills in (NaN: not found);
+        :func:`~scrapy_echo.sim.engine.simulate` calls this before the first slot."""
+        self._trace = trace
+        self._discovered = discovered
+        self._counts = np.zeros(trace.n_sources)
+        self._next_count = 0.0
+
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        page = self._newest_discovered(frontier)
+        if page is not None:
+            return page
+        first = self._first_crawl(last_crawl)
+        if first is not None or not last_crawl.size:
+            return first
+        if now >= self._next_count:
+            self._count(now)
+            self._next_count = now + self.cycle
+        best = int(np.argmax(self._counts))
+        if self._counts[best] <= 0:  # nothing left to find this cycle: keep rotating
+            return Decision("source", int(np.argmin(last_crawl)))
+        self._counts[best] = 0.0
+        return Decision("source", best)
+
+    def _count(self, now: float) -> None:
+        trace = self._trace
+        if trace is None:
+            raise RuntimeError("greedy-oracle reads the trace: only simulate() can run it")
+        shown = (trace.link_appeared <= now) & (trace.link_disappeared > now)
+        unfound = np.isnan(self._discovered[trace.link_page])
+        self._counts = np.bincount(
+            trace.link_source[shown & unfound], minlength=trace.n_sources
+        ).astype(np.float64)
+
+
+__all__ = ["GreedyOracle"]
