@@ -9,6 +9,10 @@ re-solves the schedule from its estimates with the last budget it used, and draw
 - ``estimates.png``: ``λ``, ``P`` and ``μ`` per source, sorted;
 - ``profit.png``: clicks caught (clicks of crawled pages) through time;
 - ``budget.png``: the crawls of each re-solve period, split between sources and new pages.
+
+It lists the sources that list the same pages (seed 004's overlap; docs/how-it-works.rst,
+"Overlapping sources"): pairs whose recent links overlap by Jaccard ≥ 0.7, the one worth less
+(the follower) credited to the other.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from scrapy_echo.model.overlap import Overlap, OverlapBook
 from scrapy_echo.model.plan import Estimates, Plan
 from scrapy_echo.model.registry import make_policy
 
@@ -71,7 +76,34 @@ class Report:
             "clicks_caught": float(getattr(self.snapshot["learner"], "clicks_caught", 0.0)),
             "saved_at": float(self.snapshot["saved_at"]),
             "samples": len(self.snapshot.get("history") or []),
+            "overlapping_pairs": len(self.overlaps()),
         }
+
+    def overlaps(self) -> list[Overlap]:
+        """Pairs of sources listing the same pages (none in a state saved before they were
+        tracked)."""
+        data = self.snapshot.get("overlap")
+        if data is None:
+            return []
+        value = self.estimates.link_rate * self.estimates.profit
+        return OverlapBook.from_data(data).pairs(value)
+
+    def overlap_rows(self) -> list[dict[str, Any]]:
+        """Per overlapping pair: both URLs, the Jaccard overlap, the follower's links the
+        leader also showed, and the follower's links any other source showed first."""
+        data = self.snapshot.get("overlap")
+        sources = self.snapshot["sources"]
+        echoed = OverlapBook.from_data(data).echoed_share() if data is not None else None
+        return [
+            {
+                "leader": sources[o.leader].url,
+                "follower": sources[o.follower].url,
+                "jaccard": o.jaccard,
+                "shared": o.shared,
+                "first_elsewhere": float(echoed[o.follower]) if echoed is not None else math.nan,
+            }
+            for o in self.overlaps()
+        ]
 
     def summary_text(self) -> str:
         s = self.summary()
@@ -84,7 +116,25 @@ class Report:
             f"{s['new_links']} new links; {s['waiting']} pages waiting; "
             f"{s['clicks_caught']:.1f} clicks caught\n"
             f"state saved {saved:%Y-%m-%d %H:%M:%S} UTC, {s['samples']} history samples"
+            + self._overlap_text()
         )
+
+    def _overlap_text(self) -> str:
+        rows = self.overlap_rows()
+        if not rows:
+            return ""
+        lines = [
+            f"\n{len(rows)} pairs of sources list the same pages (Jaccard >= 0.7); the "
+            "follower's rate is credited to the leader:"
+        ]
+        for r in rows[:10]:
+            lines.append(
+                f"  {r['follower']} follows {r['leader']}: Jaccard {r['jaccard']:.2f}, "
+                f"{r['first_elsewhere']:.0%} of its links shown first elsewhere"
+            )
+        if len(rows) > 10:
+            lines.append(f"  ... and {len(rows) - 10} more (report.html lists them all)")
+        return "\n".join(lines)
 
     def source_rows(self) -> list[dict[str, Any]]:
         """Per source: URL, estimates, interval (``inf``: not scheduled), counters."""
@@ -201,13 +251,22 @@ class Report:
             for r in rows
         )
         images = "".join(f'<p><img src="{name}.png" alt="{name}"></p>' for name in PLOTS)
+        pairs = self.overlap_rows()
+        overlap = ""
+        if pairs:
+            cells = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r.values()) + "</tr>"
+                for r in pairs
+            )
+            heads = "".join(f"<th>{k}</th>" for k in pairs[0])
+            overlap = f"<h2>Overlapping sources</h2><table><tr>{heads}</tr>{cells}</table>"
         text = html.escape(self.summary_text())
         return (
             "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>ECHO report</title>"
             "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
             "td,th{padding:2px 8px;text-align:left;font-size:13px}</style></head><body>"
             f"<h1>ECHO report</h1><pre>{text}</pre><table>{facts}</table>{images}"
-            f"<h2>Most valuable sources</h2><table><tr>{head}</tr>{body}</table>"
+            f"<h2>Most valuable sources</h2><table><tr>{head}</tr>{body}</table>{overlap}"
             "</body></html>\n"
         )
 

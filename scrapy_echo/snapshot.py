@@ -32,6 +32,8 @@ frontier        waiting new pages by field: ``source``, ``request``, ``appeared`
 plain           the plain lane's requests (JOBDIR only)
 signals         :meth:`SignalBook.to_data <scrapy_echo.model.signals.SignalBook.to_data>`
                 (optional: later in version 2)
+overlap         :meth:`OverlapBook.to_data <scrapy_echo.model.overlap.OverlapBook.to_data>`
+                (optional: later in version 2)
 feeds           click and signal feed readers' positions
 history         one sample per re-solve, for reports
 =============== ===========================================================================
@@ -50,6 +52,7 @@ import numpy as np
 from scrapy_echo import codec
 from scrapy_echo.model.estimators import CrawlHistory
 from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.model.overlap import OverlapBook
 from scrapy_echo.model.signals import SignalBook
 from scrapy_echo.seen import FingerprintSet, Remembered
 from scrapy_echo.state import STATUS_FIELDS, CrawlState, SourceStatus
@@ -163,6 +166,7 @@ def capture(
         "feeds": _arrays_copied(runtime.feed_state()),
         "history": list(state.history),  # (samples are never changed once taken)
         "signals": state.signals.to_data(),
+        "overlap": state.overlap.to_data(),
     }
     rows = state.status_rows()
     built = {
@@ -339,6 +343,9 @@ def restore(
         if "signals" in snapshot:
             state.signals = SignalBook.from_data(snapshot["signals"])
         state.signals.grow(len(state.sources))
+        if "overlap" in snapshot:
+            state.overlap = OverlapBook.from_data(snapshot["overlap"])
+        state.overlap.grow(len(state.sources))
         for source, payload, appeared, discovered in _frontier_rows(snapshot["frontier"]):
             page = request(payload)
             if page is not None:

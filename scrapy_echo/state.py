@@ -22,6 +22,7 @@ from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.cycles import WeekProfile
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.model.overlap import OverlapBook
 from scrapy_echo.model.priors import ColdStart
 from scrapy_echo.model.signals import SignalBook
 from scrapy_echo.seen import FingerprintSet, Housekeeping
@@ -132,6 +133,7 @@ class CrawlState:
         self.frontier = Frontier(0)
         self.signals = SignalBook()  # change-indicating signals (docs/how-it-works.rst)
         self.profile = WeekProfile()  # when sources publish, by hour of the week
+        self.overlap = OverlapBook()  # which sources list the same pages
 
     # -- sources --------------------------------------------------------------------------
     @property
@@ -224,7 +226,8 @@ class CrawlState:
         first = status.crawls == 0
         previous = status.last_fetched
         fetched = self._fetch_time(status, fetched)
-        new = self._new_links(links, fetched) if links else []  # (most crawls show none)
+        # (most crawls show none)
+        new = self._new_links(links, fetched, source, first=first) if links else []
         if first:
             new = [link for link in new if link in fresh] if fresh else []
         status.new_links += len(new)
@@ -236,11 +239,13 @@ class CrawlState:
             self.signals.crawled(source, 0.0 if first else fetched - previous, len(new))
         return new
 
-    def _new_links(self, links: list[str], now: float) -> list[str]:
+    def _new_links(self, links: list[str], now: float, source: int, *, first: bool) -> list[str]:
         """The links no source showed before (now all seen); a link to another source is
-        navigation, not a page."""
+        navigation, not a page. The source's recent links are noted for its overlaps."""
         keys = [fold_scheme(link) for link in links]
-        unseen = self.seen.add_new([fingerprint(key) for key in keys], now)
+        marks = [fingerprint(key) for key in keys]
+        unseen = self.seen.add_new(marks, now)
+        self.overlap.record(source, marks, [not u for u in unseen], first=first)
         sources = self.source_ids
         new = [
             link

@@ -222,6 +222,7 @@ def test_every_named_policy_exists_and_unknown_names_fail() -> None:
     assert set(POLICIES) == {
         "echo-newpages",
         "echo-cycles",
+        "echo-explore",
         "echo-paper",
         "echo-schedule",
         "echo-greedy",

@@ -97,7 +97,11 @@ class CrawlCore:
         """Change the state by one observation; the new pages a source crawl revealed."""
         state = self.state
         if isinstance(event, SourceFetched):  # the commonest, first
-            return self._source_fetched(state.add_source(event.url), event)
+            source = state.add_source(event.url)
+            pages = self._source_fetched(source, event)
+            if pages:
+                self.policy.links_found(source, [p.appeared for p in pages], pages[0].discovered)
+            return pages
         if isinstance(event, (ClicksArrived, SignalsArrived)):
             raise TypeError("feed rows are checked by the receiver, then given to the core")
         if isinstance(event, PageFetched):
@@ -320,6 +324,9 @@ class CrawlCore:
         if self.policy.uses_cycles:
             self.policy.rate_factor = self._rate_factor(now)
             self.policy.profile = self.state.profile
+        if self.policy.uses_overlaps:
+            value = estimates.link_rate * estimates.profit
+            self.policy.overlaps = self.state.overlap.pairs(value)
         plan = self.policy.replan(estimates, budget)
         self.solves += 1
         self.state.record(

@@ -52,6 +52,7 @@ from scrapy_echo.model.solver import solve_intervals
 
 if TYPE_CHECKING:
     from scrapy_echo.model.cycles import WeekProfile
+    from scrapy_echo.model.overlap import Overlap
     from scrapy_echo.model.signals import SignalBook
 
 
@@ -74,6 +75,8 @@ class Policy(ABC):
     # Whether it reads the week's publishing cycle (``profile``, ``rate_factor``): the driver
     # learns it only then.
     uses_cycles: ClassVar[bool] = False
+    # Whether it credits overlapping sources (``overlaps``): the driver finds them only then.
+    uses_overlaps: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         self.seed = seed
@@ -90,6 +93,7 @@ class Policy(ABC):
         # and the cycle itself.
         self.rate_factor: FloatArray | None = None
         self.profile: WeekProfile | None = None
+        self.overlaps: list[Overlap] = []  # likewise: sources listing the same pages
 
     def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
         """Make a new plan from fresh estimates and the crawl budget (pages/s)."""
@@ -100,6 +104,11 @@ class Policy(ABC):
             n = len(estimates)
             self.plan = Plan(estimates, np.full(n, np.inf), 0.0, np.zeros(n, bool))
         return self.plan
+
+    def links_found(self, source: int, appeared: list[float], now: float) -> None:  # noqa: B027
+        # (a hook: most policies ignore what their crawls find)
+        """A crawl of ``source`` at ``now`` found new pages that appeared at ``appeared``
+        (estimates). Policies that learn from what their crawls find override this."""
 
     def crawl_times_changed(self) -> None:
         """Forget what :meth:`_due_source` and :meth:`_first_crawl` remember between calls

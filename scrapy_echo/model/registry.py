@@ -6,6 +6,7 @@ from __future__ import annotations
 from scrapy_echo.model.cycle_policy import EchoCycles
 from scrapy_echo.model.discovery_policies import OdWin, RoundRobin
 from scrapy_echo.model.echo_newpages import EchoNewPages
+from scrapy_echo.model.explore_policy import EchoExplore
 from scrapy_echo.model.policies import (
     BreadthFirst,
     EchoGreedy,
@@ -22,6 +23,7 @@ POLICIES: dict[str, type[Policy]] = {
     for cls in (
         EchoNewPages,
         EchoCycles,
+        EchoExplore,
         EchoPaper,
         EchoSchedule,
         EchoGreedy,

@@ -98,6 +98,7 @@ class Replay:
     idle_slots: int = 0
     solves: int = 0
     omega: list[tuple[float, float]] = field(default_factory=list)  # (time, ω) per re-solve
+    crawls_per_source: list[int] = field(default_factory=list)
 
 
 def simulate(
@@ -119,6 +120,7 @@ def simulate(
     replay = Replay(
         policy.name, settings, np.full(trace.n_pages, np.nan), np.full(trace.n_pages, np.nan)
     )
+    replay.crawls_per_source = crawls_per_source = [0] * trace.n_sources
     clicks = _ClickLog(trace)
     if isinstance(policy, GreedyOracle):
         policy.attach(trace, replay.discovered)
@@ -155,6 +157,7 @@ def simulate(
         else:
             source = decision.source
             replay.source_crawls += 1
+            crawls_per_source[source] += 1
             previous = state.sources[source].last_fetched  # NaN: never crawled
             state.source_dispatched(source, now)
             shown = (

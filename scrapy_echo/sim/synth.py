@@ -64,6 +64,10 @@ class SynthParams:
     listing_items: int = 300
     sources_per_site: int = 4
     cross_link_share: float = 0.05  # pages also linked from a second source of the site
+    # Sites whose second source mirrors the first (a front page listing a section's stories):
+    # it shows every link of the first 0-30 minutes later, besides its own. The default
+    # writes none.
+    mirror_share: float = 0.0
     click_bin: float = 1200.0
     # Change-indicating signals (signals.csv; docs/trace-format.rst): each new link on a source
     # signals with probability signal_recall, signal_delay seconds late on average
@@ -99,7 +103,7 @@ class SynthParams:
             )
         shares = (
             *("news_share", "low_quality_share", "listing_share", "cross_link_share"),
-            "signal_recall",
+            *("mirror_share", "signal_recall"),
         )
         for name in shares:
             if not 0 <= getattr(self, name) <= 1:
@@ -161,10 +165,13 @@ def synthesize(params: SynthParams | None = None) -> Trace:
     cross_appeared = np.minimum(created[cross] + rng.uniform(0, 1800, cross.size), duration)
     cross_disappeared = cross_appeared + (disappeared[cross] - created[cross])
 
-    link_source = np.concatenate([source, sibling]).astype(np.intp)
-    link_page = np.concatenate([np.arange(pages), cross]).astype(np.intp)
-    link_appeared = np.concatenate([created, cross_appeared])
-    link_disappeared = np.concatenate([disappeared, cross_disappeared])
+    mirror, mirrored, mirror_appeared = _mirrors(p, source, created, duration)
+    mirror_disappeared = mirror_appeared + (disappeared[mirrored] - created[mirrored])
+
+    link_source = np.concatenate([source, sibling, mirror]).astype(np.intp)
+    link_page = np.concatenate([np.arange(pages), cross, mirrored]).astype(np.intp)
+    link_appeared = np.concatenate([created, cross_appeared, mirror_appeared])
+    link_disappeared = np.concatenate([disappeared, cross_disappeared, mirror_disappeared])
 
     click_page, click_ts, click_count = _clicks(rng, p, source, created, quality, decay, duration)
     return Trace(
@@ -188,6 +195,24 @@ def synthesize(params: SynthParams | None = None) -> Trace:
         extra_meta={"synth": p.as_dict()},
         **_signals(p, link_source, link_appeared, duration),
     )
+
+
+def _mirrors(
+    p: SynthParams, source: IntArray, created: FloatArray, duration: float
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """The mirror links (see :class:`SynthParams`): mirror source, page, when it appears; from
+    a random stream of their own, so the rest of the trace is the same with or without."""
+    rng = np.random.default_rng([p.seed, 3])
+    sites = -(-p.sources // p.sources_per_site)
+    mirrored_sites = rng.random(sites) < p.mirror_share
+    if p.sources_per_site < 2 or not mirrored_sites.any():
+        return np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
+    first = source % p.sources_per_site == 0
+    pages = np.flatnonzero(first & mirrored_sites[source // p.sources_per_site])
+    mirror = source[pages] + 1
+    pages, mirror = pages[mirror < p.sources], mirror[mirror < p.sources]
+    appeared = np.minimum(created[pages] + rng.uniform(0, 1800, pages.size), duration)
+    return mirror.astype(np.intp), pages.astype(np.intp), appeared
 
 
 def _signals(

@@ -1,0 +1,175 @@
+"""Sources that list the same pages: detected by the Jaccard overlap of their recent links,
+and their rates credited to one of each pair (seed 004, Pham et al., WSDM 2018, section 4.2;
+docs/how-it-works.rst, "Overlapping sources").
+
+A front page and its section often list the same stories. ECHO counts a link for the source
+that showed it first, so two sources showing the same stories split them by whichever was
+crawled first, and the solver, seeing two sources of half the rate each, gives the pair more
+crawls than one source of the whole rate would get (``1/I`` grows as ``√λ``). Seed 004 prunes
+one of each pair whose link sets overlap by ``Jaccard ≥ ξ = 0.7``. Here the follower of such
+a pair (the one worth less, ``λP``) keeps only the share of its rate that its own links bring,
+and the leader takes the rest: the pair's rate is unchanged, and the crawls go to one of them.
+
+Each source keeps the fingerprints of the last :data:`RECENT_LINKS` links that were new to
+it (a fixed ring per source: 256 bytes, whatever the source lists), and counts how many of
+those another source had shown first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scrapy_echo.model.curves import FloatArray
+
+RECENT_LINKS = 32
+OVERLAP_XI = 0.7  # seed 004's threshold
+MIN_LINKS = 8  # a pair is judged once both have shown this many links
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Two sources' recent links overlapping by ``jaccard``; ``follower`` is the one worth
+    less, ``shared`` the share of its recent links the leader also showed."""
+
+    leader: int
+    follower: int
+    jaccard: float
+    shared: float
+
+
+class OverlapBook:
+    """Each source's recent links and how many of its links another source showed first."""
+
+    def __init__(self, sources: int = 0, *, recent: int = RECENT_LINKS) -> None:
+        self.recent = int(recent)
+        self.keys: NDArray[np.uint64] = np.zeros((0, self.recent), dtype=np.uint64)  # 0: empty
+        self.head: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        self.shown: FloatArray = np.zeros(0)  # links new to the source, since it was added
+        self.echoed: FloatArray = np.zeros(0)  # of which another source showed first
+        self.grow(sources)
+
+    def __len__(self) -> int:
+        return int(self.head.size)
+
+    def grow(self, sources: int) -> None:
+        extra = sources - len(self)
+        if extra > 0:
+            self.keys = np.vstack([self.keys, np.zeros((extra, self.recent), dtype=np.uint64)])
+            self.head = np.concatenate([self.head, np.zeros(extra, dtype=np.intp)])
+            self.shown = np.concatenate([self.shown, np.zeros(extra)])
+            self.echoed = np.concatenate([self.echoed, np.zeros(extra)])
+
+    def record(
+        self, source: int, marks: list[int], seen_before: list[bool], *, first: bool
+    ) -> None:
+        """A crawl of ``source`` showed links with fingerprints ``marks``; ``seen_before``
+        says which the crawl had seen already (on any source). A first crawl's links only
+        fill the ring: its backlog says nothing about who shows links first."""
+        if not marks:
+            return
+        self.grow(source + 1)
+        row = self.keys[source]
+        wanted = np.array(marks, dtype=np.uint64)
+        fresh = ~np.isin(wanted, row)
+        if not fresh.any():
+            return
+        wanted, seen = wanted[fresh], np.asarray(seen_before, dtype=bool)[fresh]
+        _, once = np.unique(wanted, return_index=True)  # a link listed twice is one
+        once.sort()
+        wanted, seen = wanted[once], seen[once]
+        if not first:
+            self.shown[source] += wanted.size
+            self.echoed[source] += int(seen.sum())
+        take = wanted[-self.recent :]  # the newest, when a crawl shows more than the ring
+        at = (self.head[source] + np.arange(take.size)) % self.recent
+        row[at] = take
+        self.head[source] = (self.head[source] + take.size) % self.recent
+
+    def echoed_share(self) -> FloatArray:
+        """Per source, the share of its links another source showed first (NaN: none yet)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.shown > 0, self.echoed / self.shown, np.nan)
+
+    def pairs(self, value: FloatArray, *, xi: float = OVERLAP_XI) -> list[Overlap]:
+        """Pairs whose recent links overlap by ``Jaccard ≥ xi``, most overlapping first; in
+        each, the follower is the one with the smaller ``value``. Sources with fewer than
+        :data:`MIN_LINKS` recent links are not judged."""
+        n = min(len(self), value.size)
+        keys = self.keys[:n]
+        sizes = (keys != 0).sum(axis=1)
+        judged = np.flatnonzero(sizes >= MIN_LINKS)
+        if judged.size < 2:
+            return []
+        flat = keys[judged].ravel()
+        owner = np.repeat(judged, self.recent)
+        present = flat != 0
+        flat, owner = flat[present], owner[present]
+        order = np.argsort(flat, kind="stable")
+        flat, owner = flat[order], owner[order]
+        # Runs of one key: every two sources in a run share it (runs are short: a link is
+        # on a few sources at most).
+        starts = np.flatnonzero(np.concatenate([[True], flat[1:] != flat[:-1]]))
+        ends = np.concatenate([starts[1:], [flat.size]])
+        shared: dict[tuple[int, int], int] = {}
+        for start, end in zip(
+            starts[ends - starts > 1].tolist(), ends[ends - starts > 1].tolist(), strict=True
+        ):
+            group = sorted(set(owner[start:end].tolist()))
+            for i, a in enumerate(group):
+                for b in group[i + 1 :]:
+                    shared[(a, b)] = shared.get((a, b), 0) + 1
+        found = []
+        for (a, b), both in shared.items():
+            jaccard = both / (sizes[a] + sizes[b] - both)
+            if jaccard >= xi:
+                leader, follower = (a, b) if value[a] >= value[b] else (b, a)
+                found.append(
+                    Overlap(leader, follower, float(jaccard), both / float(sizes[follower]))
+                )
+        found.sort(key=lambda o: (-o.jaccard, o.leader, o.follower))
+        return found
+
+    def to_data(self) -> dict[str, Any]:
+        """Plain data for a snapshot: each ring oldest first, and the counts."""
+        rolled = [np.roll(row, -int(head)) for row, head in zip(self.keys, self.head, strict=True)]
+        keys = np.array(rolled, dtype=np.uint64).reshape(len(self), self.recent)
+        return {"keys": keys, "shown": self.shown.copy(), "echoed": self.echoed.copy()}
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> OverlapBook:
+        keys = np.asarray(data["keys"], dtype=np.uint64)
+        shown = np.asarray(data["shown"], dtype=np.float64)
+        echoed = np.asarray(data["echoed"], dtype=np.float64)
+        if keys.ndim != 2 or keys.shape[1] < 1:
+            raise ValueError("overlap data: a ring of link fingerprints per source expected")
+        n = keys.shape[0]
+        if shown.shape != (n,) or echoed.shape != (n,):
+            raise ValueError("overlap data: one shown and echoed count per source expected")
+        book = cls(n, recent=keys.shape[1])
+        book.keys[:] = keys
+        # Oldest first, so the next link overwrites the oldest: after the last one held.
+        book.head[:] = (keys != 0).sum(axis=1) % book.recent
+        book.shown, book.echoed = shown, echoed
+        return book
+
+
+def credit_overlaps(link_rate: FloatArray, overlaps: list[Overlap]) -> FloatArray:
+    """``link_rate`` with each follower's shared share moved to its leader (a source is a
+    follower once, in its most overlapping pair; a follower leads no one)."""
+    rate = np.array(link_rate, dtype=np.float64)
+    followed: set[int] = set()
+    for o in overlaps:
+        if o.follower in followed or o.leader in followed:
+            continue
+        moved = rate[o.follower] * o.shared
+        rate[o.follower] -= moved
+        rate[o.leader] += moved
+        followed.add(o.follower)
+    return rate
+
+
+__all__ = ["MIN_LINKS", "OVERLAP_XI", "RECENT_LINKS", "Overlap", "OverlapBook", "credit_overlaps"]
