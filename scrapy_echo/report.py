@@ -48,13 +48,17 @@ class Report:
         history = snapshot.get("history") or []
         if budget is None:
             budget = float(history[-1]["budget"]) if history else 1.0
-        estimates = snapshot["learner"].estimates(float(snapshot["saved_at"]))
+        planner = make_policy(policy)
+        learned = planner.learned_profit_prior
+        estimates = snapshot["learner"].estimates(
+            float(snapshot["saved_at"]), learned_prior=learned
+        )
         off = [i for i, s in enumerate(snapshot["sources"]) if s.retired or s.removed]
         if off:  # never crawled again: no share of the budget (as the crawl plans)
             link_rate = estimates.link_rate.copy()
             link_rate[off] = 0.0
             estimates = replace(estimates, link_rate=link_rate)
-        plan = make_policy(policy).replan(estimates, budget)
+        plan = planner.replan(estimates, budget)
         return cls(snapshot, estimates, plan, budget)
 
     # -- figures ---------------------------------------------------------------------------

@@ -42,6 +42,7 @@ class EchoNewPages(EchoPaper):
     name = "echo-newpages"
     uses_limits = True
     uses_overlaps = True
+    learned_profit_prior = True
     explores: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:

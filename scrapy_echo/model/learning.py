@@ -150,7 +150,7 @@ class SourceLearner:
         if unknown:
             self._trim(max(ts))
 
-    def estimates(self, now: float) -> Estimates:
+    def estimates(self, now: float, *, learned_prior: bool = False) -> Estimates:
         """``λ, P, μ`` for every source, as of ``now``.
 
         The click fit is redone only when clicks came in since the last one, at most every
@@ -181,7 +181,13 @@ class SourceLearner:
         links, span = self.crawls.window()
         horizon = self.clicks.bins * self.clicks.bin_width
         lam, prof, mu = apply_cold_start(
-            links, span, fit, self.cold, self.crawls.long_run(), horizon=horizon
+            links,
+            span,
+            fit,
+            self.cold,
+            self.crawls.long_run(),
+            horizon=horizon,
+            learned_prior=learned_prior,
         )
         known = getattr(self, "_mean_known", None)  # (learners saved before it existed)
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)

@@ -1,5 +1,5 @@
 """Sources that list the same pages: detected by the Jaccard overlap of their recent links,
-and their rates credited to one of each pair (seed 004, Pham et al., WSDM 2018, section 4.2;
+and their rates credited to one of each pair (seed 004, Pham et al., WSDM 2018, section 4.1;
 docs/how-it-works.rst, "Overlapping sources").
 
 A front page and its section often list the same stories. ECHO counts a link for the source

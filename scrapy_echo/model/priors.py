@@ -15,6 +15,7 @@ import numpy as np
 
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.estimators import DecayFit
+from scrapy_echo.model.profit_prior import OPTIMISM, posterior_profit
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ def apply_cold_start(
     cold: ColdStart,
     long_run: tuple[FloatArray, FloatArray] | None = None,
     horizon: float | None = None,
+    *,
+    learned_prior: bool = False,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(λ, P, μ)`` for the solver: each source's evidence, smoothed toward priors.
 
@@ -89,7 +92,9 @@ def apply_cold_start(
     ``λ`` is the window shrunk toward the source's long-run rate, itself shrunk toward the
     pooled rate of all sources, each step with the weight of ``prior_links`` links. ``μ`` is
     shrunk toward the median fit (``P`` following it, when ``horizon`` is given), then ``P``
-    toward the pooled clicks per page (see :class:`ColdStart`).
+    toward the pooled clicks per page (see :class:`ColdStart`); with ``learned_prior``, ``P``
+    of a source with pages is instead an upper confidence value under the distribution of
+    ``P`` learned from all sources (:func:`~scrapy_echo.model.profit_prior.posterior_profit`).
     """
     links = np.asarray(links, dtype=np.float64)
     span = np.asarray(span, dtype=np.float64)
@@ -130,7 +135,10 @@ def apply_cold_start(
     pooled_profit = float((n * fit_profit).sum()) / total_pages if total_pages else 0.0
     p_prior = cold.profit_pessimism * pooled_profit if pooled_profit > 0 else cold.profit
     prior = cold.prior_pages
-    if prior > 0:
+    learned = posterior_profit(n, fit_profit, optimism=OPTIMISM) if learned_prior else None
+    if learned is not None:  # (a source without pages keeps the pessimistic prior)
+        prof = np.where(n > 0, learned, p_prior)
+    elif prior > 0:
         prof = (n * fit_profit + prior * p_prior) / (n + prior)
     else:
         prof = np.where(fitted, fit_profit, p_prior)
