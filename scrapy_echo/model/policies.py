@@ -78,7 +78,7 @@ class Policy(ABC):
     # Whether it credits overlapping sources (``overlaps``): the driver finds them only then.
     uses_overlaps: ClassVar[bool] = False
     # Whether its ``P`` of a source comes from the prior learned from all sources
-    # (model.profit_prior) rather than one pooled value: past the paper, echo-newpages' alone.
+    # (model.learned_prior) rather than one pooled value: past the paper, echo-newpages' alone.
     learned_profit_prior: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.estimators import DecayFit
-from scrapy_echo.model.profit_prior import OPTIMISM, posterior_profit
+from scrapy_echo.model.learned_prior import OPTIMISM, posterior_rates
 
 
 @dataclass(frozen=True)
@@ -90,11 +90,13 @@ def apply_cold_start(
     (``CrawlHistory.window``); ``long_run`` the same over all its crawls, fading
     (``CrawlHistory.long_run``); ``fit`` the click fit, over ``horizon`` seconds of age.
     ``λ`` is the window shrunk toward the source's long-run rate, itself shrunk toward the
-    pooled rate of all sources, each step with the weight of ``prior_links`` links. ``μ`` is
+    pooled rate of all sources, each step with the weight of ``prior_links`` links (with
+    ``learned_prior``, the long-run rate is its posterior mean under the distribution of
+    rates learned from all sources instead). ``μ`` is
     shrunk toward the median fit (``P`` following it, when ``horizon`` is given), then ``P``
     toward the pooled clicks per page (see :class:`ColdStart`); with ``learned_prior``, ``P``
     of a source with pages is instead an upper confidence value under the distribution of
-    ``P`` learned from all sources (:func:`~scrapy_echo.model.profit_prior.posterior_profit`).
+    ``P`` learned from all sources (:func:`~scrapy_echo.model.learned_prior.posterior_rates`).
     """
     links = np.asarray(links, dtype=np.float64)
     span = np.asarray(span, dtype=np.float64)
@@ -109,6 +111,10 @@ def apply_cold_start(
     weight = cold.prior_links
     if long_run is not None and pooled > 0 and weight > 0:
         lam_prior = (long_links + weight) / (long_span + weight / pooled)
+        if learned_prior:  # the long-run rate's posterior under the sources' spread of rates
+            learned_rate = _learned_long_run(long_links, long_span)
+            if learned_rate is not None:
+                lam_prior = np.where(long_span > 0, learned_rate, lam_prior)
     if weight > 0 and np.all(np.asarray(lam_prior) > 0):
         lam = (links + weight) / (span + weight / lam_prior)
     else:
@@ -135,7 +141,7 @@ def apply_cold_start(
     pooled_profit = float((n * fit_profit).sum()) / total_pages if total_pages else 0.0
     p_prior = cold.profit_pessimism * pooled_profit if pooled_profit > 0 else cold.profit
     prior = cold.prior_pages
-    learned = posterior_profit(n, fit_profit, optimism=OPTIMISM) if learned_prior else None
+    learned = posterior_rates(n, fit_profit, optimism=OPTIMISM) if learned_prior else None
     if learned is not None:  # (a source without pages keeps the pessimistic prior)
         prof = np.where(n > 0, learned, p_prior)
     elif prior > 0:
@@ -143,3 +149,14 @@ def apply_cold_start(
     else:
         prof = np.where(fitted, fit_profit, p_prior)
     return lam, prof, mu
+
+
+def _learned_long_run(links: FloatArray, span: FloatArray) -> FloatArray | None:
+    """Each source's long-run rate, as the posterior mean under the distribution of rates
+    learned from all sources (links Poisson over their span: the machinery of ``P``'s prior;
+    None while too few sources have been crawled twice)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(span > 0, links / np.where(span > 0, span, 1.0), 0.0)
+    learned = posterior_rates(span, rate)
+    # (A positive floor: the window is shrunk toward it with the weight of links over it.)
+    return None if learned is None else np.maximum(learned, 1e-12)

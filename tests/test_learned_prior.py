@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_echo.model.profit_prior import MIN_SOURCES, posterior_profit
+from scrapy_echo.model.learned_prior import MIN_SOURCES, posterior_rates
 
 
 def two_kinds(seed: int = 1, sources: int = 600) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -23,7 +23,7 @@ def two_kinds(seed: int = 1, sources: int = 600) -> tuple[np.ndarray, np.ndarray
 
 def test_low_quality_sources_are_not_pulled_up_to_the_pooled_mean() -> None:
     true, pages, profit = two_kinds()
-    post = posterior_profit(pages, profit)
+    post = posterior_rates(pages, profit)
     assert post is not None
     low = true == 0.15
     pooled = (pages * profit).sum() / pages.sum()
@@ -43,11 +43,11 @@ def test_low_quality_sources_are_not_pulled_up_to_the_pooled_mean() -> None:
 def test_sources_without_pages_get_the_priors_mean_and_too_few_sources_none() -> None:
     true, pages, profit = two_kinds(sources=100)
     pages[:3] = 0
-    post = posterior_profit(pages, profit)
+    post = posterior_rates(pages, profit)
     assert post is not None
     assert post[0] == post[1] == post[2] and 0.15 < post[0] < true.max()
-    assert posterior_profit(pages[: MIN_SOURCES - 1] * 0 + 3, profit[: MIN_SOURCES - 1]) is None
-    assert posterior_profit(np.full(50, 4.0), np.zeros(50)) is None  # no click anywhere
+    assert posterior_rates(pages[: MIN_SOURCES - 1] * 0 + 3, profit[: MIN_SOURCES - 1]) is None
+    assert posterior_rates(np.full(50, 4.0), np.zeros(50)) is None  # no click anywhere
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(0, 200))
@@ -57,7 +57,7 @@ def test_more_clicks_on_the_same_pages_never_lower_the_posterior(
     _, pages, profit = two_kinds(seed, sources=60)
     pages = np.append(pages, [n, n])
     profit = np.append(profit, [clicks / n, (clicks + 1) / n])
-    post = posterior_profit(pages, profit)
+    post = posterior_rates(pages, profit)
     assert post is not None
     assert post[-1] >= post[-2] * (1 - 1e-12)
     assert np.all(np.isfinite(post)) and np.all(post > 0)
@@ -74,7 +74,7 @@ def test_echo_newpages_learns_the_prior_and_echo_paper_keeps_the_pooled_one() ->
 def test_unusable_fits_count_as_sources_without_pages(bad: float) -> None:
     _, pages, profit = two_kinds(sources=80)
     profit[0] = bad
-    post = posterior_profit(pages, profit)
+    post = posterior_rates(pages, profit)
     assert post is not None and np.isfinite(post[0])
 
 
@@ -82,9 +82,31 @@ def test_optimism_lifts_the_least_certain_sources_most() -> None:
     _, pages, profit = two_kinds(seed=4)
     pages[:2] = [3.0, 300.0]  # the same clicks per page, on 3 pages and on 300
     profit[:2] = 0.0
-    mean = posterior_profit(pages, profit)
-    upper = posterior_profit(pages, profit, optimism=2.0)
+    mean = posterior_rates(pages, profit)
+    upper = posterior_rates(pages, profit, optimism=2.0)
     assert mean is not None and upper is not None
     assert np.all(upper >= mean)
     lift = upper - mean
     assert lift[0] > 10 * lift[1]  # three pages without a click prove little
+
+
+def test_a_slow_source_is_not_pulled_up_to_the_pooled_rate() -> None:
+    from scrapy_echo.model.estimators import DecayFit
+    from scrapy_echo.model.priors import ColdStart, apply_cold_start
+
+    rng = np.random.default_rng(5)
+    sources = 300
+    true = np.where(np.arange(sources) % 2 == 0, 2e-5, 2e-3)  # links/s: slow and busy
+    span = np.full(sources, 2 * 86400.0)
+    links = rng.poisson(true * span).astype(float)
+    nothing = np.full(sources, np.nan)
+    fit = DecayFit(nothing, nothing, np.zeros(sources), nothing, np.zeros(sources, bool))
+    args = (links / 8, span / 8, fit, ColdStart(), (links, span))  # window: the last eighth
+
+    def error(lam: np.ndarray) -> float:
+        return float(np.median(np.abs(np.log(lam[::2] / true[::2]))))
+
+    pooled, _, _ = apply_cold_start(*args)
+    learned, _, _ = apply_cold_start(*args, learned_prior=True)
+    assert error(learned) < 0.5 * error(pooled)
+    assert np.median(learned[1::2] / true[1::2]) == pytest.approx(1.0, abs=0.1)

@@ -1,4 +1,4 @@
-"""A prior for ``P`` learned from all the sources (nonparametric empirical Bayes;
+"""Priors for ``P`` and ``λ`` learned from all the sources (nonparametric empirical Bayes;
 docs/how-it-works.rst, "Estimating the parameters").
 
 Shrinking each source's ``P`` toward one pooled value by a fixed weight suits sources that
@@ -13,6 +13,9 @@ posterior mean under it. A source with few pages lands in the cluster its clicks
 with many keeps its own ``P``. The plan takes an upper confidence value, the posterior mean
 plus :data:`OPTIMISM` standard deviations: the mean alone writes off a source whose first few
 pages drew no clicks, and it is never crawled enough to be learned again.
+
+A source's long-run ``λ`` is learned the same way (links Poisson over the seconds crawled,
+posterior mean), and its window of recent crawls is shrunk toward that.
 """
 
 from __future__ import annotations
@@ -31,14 +34,15 @@ MIN_SOURCES = 20  # with fewer sources with pages, no distribution is learned (r
 OPTIMISM = 2.0
 
 
-def posterior_profit(
+def posterior_rates(
     pages: FloatArray, profit: FloatArray, *, optimism: float = 0.0
 ) -> FloatArray | None:
-    """Each source's posterior mean ``P`` given its ``pages`` and fitted ``profit`` (clicks
-    per page), under the prior fitted to all of them, plus ``optimism`` posterior standard
-    deviations (an upper confidence value: :data:`OPTIMISM`); sources without pages get the
-    prior's mean. ``None`` when fewer than :data:`MIN_SOURCES` sources have pages, or none a
-    click.
+    """Each source's posterior mean rate given its exposure ``pages`` and observed rate
+    ``profit`` (for ``P``: pages and clicks per page; for ``λ``: seconds and links per
+    second), under the prior fitted to all of them, plus ``optimism`` posterior standard
+    deviations (an upper confidence value: :data:`OPTIMISM`); sources without exposure get
+    the prior's mean. ``None`` when fewer than :data:`MIN_SOURCES` sources have exposure, or
+    none a count.
 
     Examples
     --------
@@ -46,7 +50,7 @@ def posterior_profit(
     >>> true = np.where(np.arange(400) % 2 == 0, 0.1, 10.0)  # two kinds of source
     >>> pages = np.full(400, 8.0)
     >>> profit = rng.poisson(true * pages) / pages
-    >>> post = posterior_profit(pages, profit)
+    >>> post = posterior_rates(pages, profit)
     >>> bool(abs(np.median(post[::2]) - 0.1) < 0.05), bool(abs(np.median(post[1::2]) - 10) < 1)
     (True, True)
     """
@@ -81,4 +85,4 @@ def posterior_profit(
     return out
 
 
-__all__ = ["GRID_POINTS", "OPTIMISM", "posterior_profit"]
+__all__ = ["GRID_POINTS", "OPTIMISM", "posterior_rates"]
