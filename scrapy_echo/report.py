@@ -21,6 +21,7 @@ import datetime as dt
 import html
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,9 @@ class Report:
         if budget is None:
             budget = float(history[-1]["budget"]) if history else 1.0
         planner = make_policy(policy)
-        learned = planner.learned_profit_prior
+        learned = planner.learned_priors
         estimates = snapshot["learner"].estimates(
-            float(snapshot["saved_at"]), learned_prior=learned
+            float(snapshot["saved_at"]), learned_priors=learned
         )
         off = [i for i, s in enumerate(snapshot["sources"]) if s.retired or s.removed]
         if off:  # never crawled again: no share of the budget (as the crawl plans)
@@ -83,28 +84,28 @@ class Report:
             "overlapping_pairs": len(self.overlaps()),
         }
 
-    def overlaps(self) -> list[Overlap]:
-        """Pairs of sources listing the same pages (none in a state saved before they were
-        tracked)."""
+    @cached_property
+    def overlap_book(self) -> OverlapBook:
+        """The sources' recent links (empty for a state saved before they were kept)."""
         data = self.snapshot.get("overlap")
-        if data is None:
-            return []
-        value = self.estimates.link_rate * self.estimates.profit
-        return OverlapBook.from_data(data).pairs(value)
+        return OverlapBook() if data is None else OverlapBook.from_data(data)
+
+    def overlaps(self) -> list[Overlap]:
+        """Pairs of sources listing the same pages."""
+        return self.overlap_book.pairs(self.estimates.link_rate * self.estimates.profit)
 
     def overlap_rows(self) -> list[dict[str, Any]]:
         """Per overlapping pair: both URLs, the Jaccard overlap, the follower's links the
         leader also showed, and the follower's links any other source showed first."""
-        data = self.snapshot.get("overlap")
         sources = self.snapshot["sources"]
-        echoed = OverlapBook.from_data(data).echoed_share() if data is not None else None
+        echoed = self.overlap_book.echoed_share()
         return [
             {
                 "leader": sources[o.leader].url,
                 "follower": sources[o.follower].url,
                 "jaccard": o.jaccard,
                 "shared": o.shared,
-                "first_elsewhere": float(echoed[o.follower]) if echoed is not None else math.nan,
+                "first_elsewhere": float(echoed[o.follower]),
             }
             for o in self.overlaps()
         ]

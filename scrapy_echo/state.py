@@ -227,7 +227,7 @@ class CrawlState:
         previous = status.last_fetched
         fetched = self._fetch_time(status, fetched)
         # (most crawls show none)
-        new = self._new_links(links, fetched, source, first=first) if links else []
+        new = self._new_links(links, fetched, source) if links else []
         if first:
             new = [link for link in new if link in fresh] if fresh else []
         status.new_links += len(new)
@@ -239,13 +239,13 @@ class CrawlState:
             self.signals.crawled(source, 0.0 if first else fetched - previous, len(new))
         return new
 
-    def _new_links(self, links: list[str], now: float, source: int, *, first: bool) -> list[str]:
+    def _new_links(self, links: list[str], now: float, source: int) -> list[str]:
         """The links no source showed before (now all seen); a link to another source is
         navigation, not a page. The source's recent links are noted for its overlaps."""
         keys = [fold_scheme(link) for link in links]
         marks = [fingerprint(key) for key in keys]
         unseen = self.seen.add_new(marks, now)
-        self.overlap.record(source, marks, [not u for u in unseen], first=first)
+        self.overlap.record(source, marks, [not u for u in unseen])
         sources = self.source_ids
         new = [
             link

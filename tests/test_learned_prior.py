@@ -66,8 +66,8 @@ def test_more_clicks_on_the_same_pages_never_lower_the_posterior(
 def test_echo_newpages_learns_the_prior_and_echo_paper_keeps_the_pooled_one() -> None:
     from scrapy_echo.model.registry import make_policy
 
-    assert make_policy("echo-newpages").learned_profit_prior
-    assert not make_policy("echo-paper").learned_profit_prior
+    assert make_policy("echo-newpages").learned_priors
+    assert not make_policy("echo-paper").learned_priors
 
 
 @pytest.mark.parametrize("bad", [np.nan, -1.0])
@@ -107,6 +107,6 @@ def test_a_slow_source_is_not_pulled_up_to_the_pooled_rate() -> None:
         return float(np.median(np.abs(np.log(lam[::2] / true[::2]))))
 
     pooled, _, _ = apply_cold_start(*args)
-    learned, _, _ = apply_cold_start(*args, learned_prior=True)
+    learned, _, _ = apply_cold_start(*args, learned_priors=True)
     assert error(learned) < 0.5 * error(pooled)
     assert np.median(learned[1::2] / true[1::2]) == pytest.approx(1.0, abs=0.1)

@@ -19,12 +19,19 @@ def marks(*numbers: int) -> list[int]:
     return [n + 1 for n in numbers]  # (0 marks an empty slot)
 
 
+def noted(book: OverlapBook, *sources: int) -> OverlapBook:
+    """``book`` after a first crawl of each of ``sources`` that listed nothing."""
+    for source in sources:
+        book.record(source, [], [])
+    return book
+
+
 def test_pairs_over_the_threshold_with_the_less_valuable_one_following() -> None:
-    book = OverlapBook(3)
-    book.record(0, marks(*range(12)), [False] * 12, first=False)
+    book = noted(OverlapBook(3), 0, 1, 2)
+    book.record(0, marks(*range(12)), [False] * 12)
     # Source 1 shows 10 of source 0's links (seen before) and 1 of its own: Jaccard 10/13.
-    book.record(1, marks(*range(10), 99), [True] * 10 + [False], first=False)
-    book.record(2, marks(*range(200, 210)), [False] * 10, first=False)  # nothing shared
+    book.record(1, marks(*range(10), 99), [True] * 10 + [False])
+    book.record(2, marks(*range(200, 210)), [False] * 10)  # nothing shared
     value = np.array([1.0, 0.5, 2.0])
     assert book.pairs(value) == [Overlap(0, 1, pytest.approx(10 / 13), pytest.approx(10 / 11))]
     assert book.pairs(value, xi=0.8) == []
@@ -34,22 +41,30 @@ def test_pairs_over_the_threshold_with_the_less_valuable_one_following() -> None
 
 
 def test_a_ring_keeps_the_newest_links_and_small_sources_are_not_judged() -> None:
-    book = OverlapBook(2, recent=16)
-    book.record(0, marks(*range(40)), [False] * 40, first=False)  # more than the ring holds
+    book = noted(OverlapBook(2, recent=16), 0, 1)
+    book.record(0, marks(*range(40)), [False] * 40)  # more than the ring holds
     assert set(book.keys[0].tolist()) == set(marks(*range(24, 40)))
-    book.record(1, marks(*range(24, 24 + MIN_LINKS - 1)), [True] * (MIN_LINKS - 1), first=False)
+    book.record(1, marks(*range(24, 24 + MIN_LINKS - 1)), [True] * (MIN_LINKS - 1))
     assert book.pairs(np.ones(2), xi=0.0) == []  # source 1 has too few links to judge
-    book.record(1, marks(30, 40, 40), [True, False, False], first=False)  # 30 held; 40 once
+    book.record(1, marks(30, 40, 40), [True, False, False])  # 30 held; 40 once
     assert book.shown[1] == MIN_LINKS  # one more link: 40
     assert len(book.pairs(np.ones(2), xi=0.0)) == 1
 
 
-def test_a_first_crawl_fills_the_ring_but_counts_nothing() -> None:
+def test_only_links_a_source_did_not_list_before_count() -> None:
     book = OverlapBook(1)
-    book.record(0, marks(1, 2, 3), [True, True, False], first=True)
+    book.record(0, marks(1, 2, 3), [True, True, False])  # its first crawl: noted only
     assert book.shown[0] == 0 and book.echoed[0] == 0 and np.isnan(book.echoed_share()[0])
-    book.record(0, marks(1, 2, 3, 4), [True] * 4, first=False)  # only link 4 is new to it
+    assert not book.keys[0].any()
+    book.record(0, marks(1, 2, 3, 4), [True] * 4)  # only link 4 is new to it
     assert book.shown[0] == 1 and book.echoed[0] == 1
+    # Navigation listed from the first crawl on never counts, however long the page.
+    menu = marks(*range(100, 400))
+    book = OverlapBook(1)
+    book.record(0, menu, [False] * 300)
+    book.record(0, [*menu, *marks(5)], [True] * 300 + [False])
+    book.record(0, [*menu, *marks(5, 6)], [True] * 301 + [False])
+    assert book.shown[0] == 2 and set(book.keys[0].tolist()) == {0, *marks(5, 6)}
 
 
 def test_credit_moves_the_shared_rate_to_the_leader_once_per_follower() -> None:
@@ -64,16 +79,16 @@ def test_credit_moves_the_shared_rate_to_the_leader_once_per_follower() -> None:
 
 
 def test_the_book_survives_a_snapshot() -> None:
-    book = OverlapBook(2, recent=8)
-    book.record(0, marks(*range(11)), [False] * 11, first=False)
-    book.record(1, marks(3, 4), [True, True], first=False)
+    book = noted(OverlapBook(2, recent=8), 0, 1)
+    book.record(0, marks(*range(11)), [False] * 11)
+    book.record(1, marks(3, 4), [True, True])
     data = codec.loads(codec.dumps(book.to_data()))
     again = OverlapBook.from_data(data)
     assert again.shown.tolist() == book.shown.tolist()
     assert again.echoed.tolist() == book.echoed.tolist()
     for source in range(2):
         assert set(again.keys[source].tolist()) == set(book.keys[source].tolist())
-    again.record(0, marks(50), [False], first=False)  # the oldest (link 3) goes first
+    noted(again, 0).record(0, marks(50), [False])  # the oldest (link 3) goes first
     assert 4 not in again.keys[0].tolist() and 5 in again.keys[0].tolist()
     with pytest.raises(ValueError, match="one shown and echoed count"):
         OverlapBook.from_data({**data, "shown": [1.0]})
@@ -116,3 +131,29 @@ def test_echo_newpages_crawls_mirrors_less_than_echo_paper() -> None:
     assert len(found) >= 2 and found <= true_pairs
     both = sorted(set().union(*found))
     assert crawls["echo-newpages"][both].sum() < crawls["echo-paper"][both].sum()
+
+
+def test_echo_report_lists_the_overlapping_pairs() -> None:
+    from types import SimpleNamespace
+
+    from scrapy_echo.model.plan import Estimates, Plan
+    from scrapy_echo.report import Report
+
+    book = noted(OverlapBook(2), 0, 1)
+    book.record(0, marks(*range(12)), [False] * 12)
+    book.record(1, marks(*range(10)), [True] * 10)
+    est = Estimates(np.array([0.2, 0.1]), np.ones(2), np.full(2, 1e-4))
+    sources = [SimpleNamespace(url="https://a.test/"), SimpleNamespace(url="https://a.test/b")]
+    snapshot = {"sources": sources, "overlap": codec.loads(codec.dumps(book.to_data()))}
+    report = Report(snapshot, est, Plan(est, np.full(2, 60.0), 1.0, np.ones(2, bool)), 1.0)
+    assert report.overlap_rows() == [
+        {
+            "leader": "https://a.test/",
+            "follower": "https://a.test/b",
+            "jaccard": pytest.approx(10 / 12),
+            "shared": 1.0,
+            "first_elsewhere": 1.0,
+        }
+    ]
+    assert "https://a.test/b follows https://a.test/: Jaccard 0.83" in report._overlap_text()
+    assert Report({"sources": sources}, est, report.plan, 1.0).overlap_rows() == []

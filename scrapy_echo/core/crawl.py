@@ -306,8 +306,8 @@ class CrawlCore:
         self.policy.signals = self.state.signals
         for job in self.state.housekeeping(now):
             self.run_housekeeping(job)
-        learned = self.policy.learned_profit_prior
-        estimates = self.state.learner.estimates(now, learned_prior=learned)
+        learned = self.policy.learned_priors
+        estimates = self.state.learner.estimates(now, learned_priors=learned)
         weights = self.site_weights()
         if weights is not None:  # the user's value of each site's pages, clicks or not
             mean = estimates.mean_clicks

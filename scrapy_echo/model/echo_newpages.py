@@ -10,7 +10,17 @@ Past the paper (:class:`~scrapy_echo.model.policies.EchoPaper` is the reference,
   than at its planned interval, and is weighed by that index for early recrawls
   (docs/how-it-works.rst, "Change-indicating signals"). With no signals, or useless ones
   (recall not trusted above :data:`~scrapy_echo.model.signals.MIN_RECALL`), it schedules
-  exactly as without.
+  exactly as without;
+- a source's ``λ`` and ``P`` are shrunk toward priors learned from all sources, and ``P``
+  taken at an upper confidence value, so a source valued on a few pages is crawled enough to
+  be learned (seed 004's exploration done by optimism; docs/how-it-works.rst, "Estimating
+  the parameters" and "Exploration");
+- of two sources listing the same pages (Jaccard ≥ 0.7), the one worth less has its shared
+  rate credited to the other (seed 004's overlap; docs/how-it-works.rst, "Overlapping
+  sources").
+
+``echo-explore`` adds seed 004's UCB1-tuned exploration share (experimental: the hooks are
+here, off by default).
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ class EchoNewPages(EchoPaper):
     name = "echo-newpages"
     uses_limits = True
     uses_overlaps = True
-    learned_profit_prior = True
+    learned_priors = True
     explores: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:

@@ -150,7 +150,7 @@ class SourceLearner:
         if unknown:
             self._trim(max(ts))
 
-    def estimates(self, now: float, *, learned_prior: bool = False) -> Estimates:
+    def estimates(self, now: float, *, learned_priors: bool = False) -> Estimates:
         """``λ, P, μ`` for every source, as of ``now``.
 
         The click fit is redone only when clicks came in since the last one, at most every
@@ -187,7 +187,7 @@ class SourceLearner:
             self.cold,
             self.crawls.long_run(),
             horizon=horizon,
-            learned_prior=learned_prior,
+            learned_priors=learned_priors,
         )
         known = getattr(self, "_mean_known", None)  # (learners saved before it existed)
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)

@@ -12,7 +12,10 @@ and the leader takes the rest: the pair's rate is unchanged, and the crawls go t
 
 Each source keeps the fingerprints of the last :data:`RECENT_LINKS` links that were new to
 it (a fixed ring per source: 256 bytes, whatever the source lists), and counts how many of
-those another source had shown first.
+those another source had shown first. A link is new to a source when its previous crawl did
+not list it, so each source's last listing is kept too (8 bytes a link: 2.4 KB for a hub of
+300 links); links a source lists from its first crawl on, its navigation among them, never
+count.
 """
 
 from __future__ import annotations
@@ -50,6 +53,10 @@ class OverlapBook:
         self.head: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self.shown: FloatArray = np.zeros(0)  # links new to the source, since it was added
         self.echoed: FloatArray = np.zeros(0)  # of which another source showed first
+        # Per source crawled since this book was made, the links of its last crawl: what is
+        # new to it at the next (not kept in snapshots: the first crawl after a restart only
+        # notes it again).
+        self.listing: dict[int, NDArray[np.uint64]] = {}
         self.grow(sources)
 
     def __len__(self) -> int:
@@ -63,27 +70,28 @@ class OverlapBook:
             self.shown = np.concatenate([self.shown, np.zeros(extra)])
             self.echoed = np.concatenate([self.echoed, np.zeros(extra)])
 
-    def record(
-        self, source: int, marks: list[int], seen_before: list[bool], *, first: bool
-    ) -> None:
+    def record(self, source: int, marks: list[int], seen_before: list[bool]) -> None:
         """A crawl of ``source`` showed links with fingerprints ``marks``; ``seen_before``
-        says which the crawl had seen already (on any source). A first crawl's links only
-        fill the ring: its backlog says nothing about who shows links first."""
-        if not marks:
-            return
+        says which the crawl had seen already (on any source). The links it did not show at
+        its previous crawl go to its ring; the first crawl this book sees of a source only
+        notes what it lists (its backlog and navigation say nothing about who shows new links
+        first)."""
         self.grow(source + 1)
-        row = self.keys[source]
         wanted = np.array(marks, dtype=np.uint64)
-        fresh = ~np.isin(wanted, row)
+        before = self.listing.get(source)
+        self.listing[source] = np.unique(wanted)
+        if before is None or not wanted.size:
+            return
+        fresh = ~np.isin(wanted, before)
         if not fresh.any():
             return
         wanted, seen = wanted[fresh], np.asarray(seen_before, dtype=bool)[fresh]
         _, once = np.unique(wanted, return_index=True)  # a link listed twice is one
         once.sort()
         wanted, seen = wanted[once], seen[once]
-        if not first:
-            self.shown[source] += wanted.size
-            self.echoed[source] += int(seen.sum())
+        self.shown[source] += wanted.size
+        self.echoed[source] += int(seen.sum())
+        row = self.keys[source]
         take = wanted[-self.recent :]  # the newest, when a crawl shows more than the ring
         at = (self.head[source] + np.arange(take.size)) % self.recent
         row[at] = take

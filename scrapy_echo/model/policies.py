@@ -77,9 +77,9 @@ class Policy(ABC):
     uses_cycles: ClassVar[bool] = False
     # Whether it credits overlapping sources (``overlaps``): the driver finds them only then.
     uses_overlaps: ClassVar[bool] = False
-    # Whether its ``P`` of a source comes from the prior learned from all sources
+    # Whether a source's ``λ`` and ``P`` are shrunk toward priors learned from all sources
     # (model.learned_prior) rather than one pooled value: past the paper, echo-newpages' alone.
-    learned_profit_prior: ClassVar[bool] = False
+    learned_priors: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         self.seed = seed
@@ -109,9 +109,9 @@ class Policy(ABC):
         return self.plan
 
     def links_found(self, source: int, appeared: list[float], now: float) -> None:  # noqa: B027
-        # (a hook: most policies ignore what their crawls find)
         """A crawl of ``source`` at ``now`` found new pages that appeared at ``appeared``
-        (estimates). Policies that learn from what their crawls find override this."""
+        (estimates). Policies that learn from what their crawls find override this; the
+        rest ignore it."""
 
     def crawl_times_changed(self) -> None:
         """Forget what :meth:`_due_source` and :meth:`_first_crawl` remember between calls

@@ -82,7 +82,7 @@ def apply_cold_start(
     long_run: tuple[FloatArray, FloatArray] | None = None,
     horizon: float | None = None,
     *,
-    learned_prior: bool = False,
+    learned_priors: bool = False,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(λ, P, μ)`` for the solver: each source's evidence, smoothed toward priors.
 
@@ -91,10 +91,10 @@ def apply_cold_start(
     (``CrawlHistory.long_run``); ``fit`` the click fit, over ``horizon`` seconds of age.
     ``λ`` is the window shrunk toward the source's long-run rate, itself shrunk toward the
     pooled rate of all sources, each step with the weight of ``prior_links`` links (with
-    ``learned_prior``, the long-run rate is its posterior mean under the distribution of
+    ``learned_priors``, the long-run rate is its posterior mean under the distribution of
     rates learned from all sources instead). ``μ`` is
     shrunk toward the median fit (``P`` following it, when ``horizon`` is given), then ``P``
-    toward the pooled clicks per page (see :class:`ColdStart`); with ``learned_prior``, ``P``
+    toward the pooled clicks per page (see :class:`ColdStart`); with ``learned_priors``, ``P``
     of a source with pages is instead an upper confidence value under the distribution of
     ``P`` learned from all sources (:func:`~scrapy_echo.model.learned_prior.posterior_rates`).
     """
@@ -111,7 +111,7 @@ def apply_cold_start(
     weight = cold.prior_links
     if long_run is not None and pooled > 0 and weight > 0:
         lam_prior = (long_links + weight) / (long_span + weight / pooled)
-        if learned_prior:  # the long-run rate's posterior under the sources' spread of rates
+        if learned_priors:  # the long-run rate's posterior under the sources' spread of rates
             learned_rate = _learned_long_run(long_links, long_span)
             if learned_rate is not None:
                 lam_prior = np.where(long_span > 0, learned_rate, lam_prior)
@@ -141,7 +141,7 @@ def apply_cold_start(
     pooled_profit = float((n * fit_profit).sum()) / total_pages if total_pages else 0.0
     p_prior = cold.profit_pessimism * pooled_profit if pooled_profit > 0 else cold.profit
     prior = cold.prior_pages
-    learned = posterior_rates(n, fit_profit, optimism=OPTIMISM) if learned_prior else None
+    learned = posterior_rates(n, fit_profit, optimism=OPTIMISM) if learned_priors else None
     if learned is not None:  # (a source without pages keeps the pessimistic prior)
         prof = np.where(n > 0, learned, p_prior)
     elif prior > 0:
