@@ -176,7 +176,8 @@ def test_pure_noise_signals_do_not_move_echo_newpages() -> None:
 
     with_noise = caught("echo-newpages", True)
     assert with_noise == pytest.approx(caught("echo-newpages", False), abs=0.01)
-    assert with_noise == pytest.approx(caught("echo-paper", True), abs=0.01)
+    # (No worse than the reference, which ignores them; issue 16's priors put it ahead.)
+    assert with_noise >= caught("echo-paper", True) - 0.01
     assert caught("echo-paper", True) == caught("echo-paper", False)  # it ignores them
 
 

@@ -7,7 +7,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -223,39 +223,34 @@ def _rates(spec: str) -> list[float]:
 def _table(
     scores: list[Score], policies: list[str], rates: list[float], bound: float, unit: str
 ) -> str:
-    by = {(s.policy, s.rate): s for s in scores}
-    head = "| policy | " + " | ".join(f"{r:g} crawls/s" for r in rates) + " |"
-    rule = "|---|" + "---|" * len(rates)
-    rows = [
-        f"| {name} | "
-        + " | ".join(
-            f"{by[(name, r)].profit_per_second:.4g} ({by[(name, r)].fraction_of_upper_bound:.1%})"
-            for r in rates
-        )
-        + " |"
-        for name in policies
-    ]
+    def cell(s: Score) -> str:
+        return f"{s.profit_per_second:.4g} ({s.fraction_of_upper_bound:.1%})"
+
     note = f"\nprofit per second (fraction of the upper bound, {bound:.4g} {unit})"
-    return "\n".join([head, rule, *rows]) + note
+    return _grid(scores, policies, rates, cell) + note
 
 
 def _coverage_table(scores: list[Score], policies: list[str], rates: list[float]) -> str:
     """Seed 004's coverage: the share of new pages found within 1 h, 4 h and at all."""
+
+    def cell(s: Score) -> str:
+        return f"{s.coverage_1h:.1%} / {s.coverage_4h:.1%} / {s.coverage:.1%}"
+
+    note = "\nnew pages found within 1 h / within 4 h / at all (seed 004's coverage)"
+    return "\n" + _grid(scores, policies, rates, cell) + note
+
+
+def _grid(
+    scores: list[Score], policies: list[str], rates: list[float], cell: Callable[[Score], str]
+) -> str:
+    """A Markdown table: a row per policy, a column per rate."""
     by = {(s.policy, s.rate): s for s in scores}
     head = "| policy | " + " | ".join(f"{r:g} crawls/s" for r in rates) + " |"
     rule = "|---|" + "---|" * len(rates)
     rows = [
-        f"| {name} | "
-        + " | ".join(
-            f"{by[(name, r)].coverage_1h:.1%} / {by[(name, r)].coverage_4h:.1%} / "
-            f"{by[(name, r)].coverage:.1%}"
-            for r in rates
-        )
-        + " |"
-        for name in policies
+        f"| {name} | " + " | ".join(cell(by[(name, r)]) for r in rates) + " |" for name in policies
     ]
-    note = "\nnew pages found within 1 h / within 4 h / at all (seed 004's coverage)"
-    return "\n" + "\n".join([head, rule, *rows]) + note
+    return "\n".join([head, rule, *rows])
 
 
 def _plots(scores: list[Score], out: Path) -> None:
