@@ -110,3 +110,20 @@ def test_signals_have_the_recall_precision_and_delay_asked_for() -> None:
     noise = synthesize(replace(base, signal_noise_per_day=2.0))
     per_source_day = noise.signal_ts.size / (base.sources * base.days)
     assert 1.8 <= per_source_day <= 2.2
+
+
+def test_mirrors_list_all_of_their_sites_first_source_and_change_nothing_else() -> None:
+    base = SynthParams(sources=40, days=2, seed=5)
+    plain, mirrored = synthesize(base), synthesize(replace(base, mirror_share=1.0))
+    n = plain.link_source.size
+    for name in ("page_created", "click_ts", "click_count"):
+        assert np.array_equal(getattr(plain, name), getattr(mirrored, name))
+    assert np.array_equal(plain.link_page, mirrored.link_page[:n])
+    extra_source, extra_page = mirrored.link_source[n:], mirrored.link_page[n:]
+    firsts = np.flatnonzero((plain.link_source % base.sources_per_site == 0)[: plain.n_pages])
+    assert sorted(extra_page.tolist()) == sorted(firsts.tolist())  # every page of a first source
+    assert np.all(extra_source == plain.link_source[extra_page] + 1)  # on the site's second
+    delay = mirrored.link_appeared[n:] - plain.page_created[extra_page]
+    assert np.all((delay >= 0) & (delay <= 1800))
+    with pytest.raises(ValueError, match="mirror_share"):
+        SynthParams(mirror_share=1.5)
