@@ -226,8 +226,7 @@ class CrawlState:
         first = status.crawls == 0
         previous = status.last_fetched
         fetched = self._fetch_time(status, fetched)
-        # (most crawls show none)
-        new = self._new_links(links, fetched, source) if links else []
+        new = self._new_links(links, fetched, source) if links else []  # (most crawls show none)
         if first:
             new = [link for link in new if link in fresh] if fresh else []
         status.new_links += len(new)

@@ -17,6 +17,7 @@ goes to:
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import ClassVar
 
 import numpy as np
@@ -26,10 +27,10 @@ from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.policies import Decision, Policy
 
 
-class RoundRobin(Policy):
-    """Seed 004's RR: new pages first, then the source crawled longest ago."""
+class CrawlsEveryPage(Policy):
+    """Seed 004's shape: every new page found first (newest first), a source never crawled
+    next, then the source :meth:`source_slot` picks."""
 
-    name = "rr"
     uses_solver = False
 
     def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
@@ -39,30 +40,35 @@ class RoundRobin(Policy):
         first = self._first_crawl(last_crawl)
         if first is not None or not last_crawl.size:
             return first
+        return self.source_slot(now, last_crawl)
+
+    @abstractmethod
+    def source_slot(self, now: float, last_crawl: FloatArray) -> Decision:
+        """The source to recrawl (every source has been crawled)."""
+
+
+class RoundRobin(CrawlsEveryPage):
+    """Seed 004's RR: new pages first, then the source crawled longest ago."""
+
+    name = "rr"
+
+    def source_slot(self, now: float, last_crawl: FloatArray) -> Decision:
         return Decision("source", int(np.argmin(last_crawl)))
 
 
-class OdWin(Policy):
+class OdWin(CrawlsEveryPage):
     """Seed 004's OD-WIN: new pages first, then the source with the best recent yield that
-    was not crawled within the cycle."""
+    was not crawled within the cycle (it reads the estimates alone)."""
 
     name = "od-win"
-    uses_solver = False  # it reads the estimates alone
     cycle: ClassVar[float] = 3600.0  # seconds: the seed's recrawl cycle
 
-    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
-        plan = self._plan_for(last_crawl)
-        page = self._newest_discovered(frontier)
-        if page is not None:
-            return page
-        first = self._first_crawl(last_crawl)
-        if first is not None or not last_crawl.size:
-            return first
+    def source_slot(self, now: float, last_crawl: FloatArray) -> Decision:
         rested = now - last_crawl >= self.cycle
         if not rested.any():
             return Decision("source", int(np.argmin(last_crawl)))
-        yield_rate = np.where(rested, plan.estimates.link_rate, -np.inf)
+        yield_rate = np.where(rested, self._plan_for(last_crawl).estimates.link_rate, -np.inf)
         return Decision("source", int(np.argmax(yield_rate)))
 
 
-__all__ = ["OdWin", "RoundRobin"]
+__all__ = ["CrawlsEveryPage", "OdWin", "RoundRobin"]

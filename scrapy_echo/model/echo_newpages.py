@@ -19,29 +19,22 @@ Past the paper (:class:`~scrapy_echo.model.policies.EchoPaper` is the reference,
   rate credited to the other (seed 004's overlap; docs/how-it-works.rst, "Overlapping
   sources").
 
-``echo-explore`` adds seed 004's UCB1-tuned exploration share (experimental: the hooks are
-here, off by default).
+``echo-explore`` (:mod:`scrapy_echo.model.explore_policy`) adds seed 004's UCB1-tuned
+exploration share: experimental.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.exploration import ExplorationShare
-from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.overlap import credit_overlaps
 from scrapy_echo.model.plan import Estimates, Plan
-from scrapy_echo.model.policies import (
-    Decision,
-    EchoPaper,
-    best_early_recrawl,
-    early_recrawl_values,
-)
+from scrapy_echo.model.policies import Decision, EchoPaper
+from scrapy_echo.model.recrawl_index import best_early_recrawl, early_recrawl_values
 from scrapy_echo.model.signals import MIN_RECALL, signal_index
 
 
@@ -53,7 +46,6 @@ class EchoNewPages(EchoPaper):
     uses_limits = True
     uses_overlaps = True
     learned_priors = True
-    explores: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         super().__init__(seed=seed, repair_solves=repair_solves)
@@ -65,44 +57,12 @@ class EchoNewPages(EchoPaper):
             np.zeros(0),
             np.zeros(0),
         )
-        self.exploration = ExplorationShare() if self.explores else None
 
-    # -- exploration ---------------------------------------------------------------------
     def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
-        if self.exploration is not None:
-            self.exploration.next_cycle()
         if self.overlaps:
             credited = credit_overlaps(estimates.link_rate, self.overlaps)
             estimates = replace(estimates, link_rate=credited)
         return super().replan(estimates, crawl_rate)
-
-    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
-        decision = super().choose(now, last_crawl, frontier)
-        share = self.exploration
-        if share is None or decision is None or decision.kind != "source":
-            return decision
-        if self._all_crawled != last_crawl.size:  # a first crawl: explores by itself
-            return decision
-        explore = share.explore_next()
-        if explore:
-            # Seed 004's round robin: the source crawled longest ago (not one backing off).
-            held = self._held_back(now, last_crawl)
-            waiting = np.where(held <= now, held, np.inf)
-            oldest = int(waiting.argmin())
-            if np.isfinite(waiting[oldest]):
-                decision = Decision("source", oldest)
-            else:
-                explore = False
-        share.crawled(explored=explore)
-        return decision
-
-    def links_found(self, source: int, appeared: list[float], now: float) -> None:
-        share = self.exploration
-        if share is None or source >= len(self.plan):
-            return
-        est = self.plan.estimates
-        age = np.maximum(now - np.asarray(appeared, dtype=np.float64), 0.0)
-        share.found(float(est.profit[source] * np.exp(-est.decay[source] * age).sum()))
 
     # -- signals -----------------------------------------------------------------------
     def trusted_signals(self) -> int:

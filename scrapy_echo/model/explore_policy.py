@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+import numpy as np
 
+from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.echo_newpages import EchoNewPages
+from scrapy_echo.model.exploration import ExplorationShare
+from scrapy_echo.model.frontier import Frontier
+from scrapy_echo.model.plan import Estimates, Plan
+from scrapy_echo.model.policies import Decision
 
 
 class EchoExplore(EchoNewPages):
@@ -13,7 +18,41 @@ class EchoExplore(EchoNewPages):
     ago, the share tuned by UCB1 over seed 004's exploitation ratios."""
 
     name = "echo-explore"
-    explores: ClassVar[bool] = True
+
+    def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
+        super().__init__(seed=seed, repair_solves=repair_solves)
+        self.exploration = ExplorationShare()
+
+    def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
+        self.exploration.next_cycle()
+        return super().replan(estimates, crawl_rate)
+
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        decision = super().choose(now, last_crawl, frontier)
+        if decision is None or decision.kind != "source":
+            return decision
+        if self._all_crawled != last_crawl.size:  # a first crawl: explores by itself
+            return decision
+        share = self.exploration
+        explore = share.explore_next()
+        if explore:
+            # Seed 004's round robin: the source crawled longest ago (not one backing off).
+            held = self._held_back(now, last_crawl)
+            waiting = np.where(held <= now, held, np.inf)
+            oldest = int(waiting.argmin())
+            if np.isfinite(waiting[oldest]):
+                decision = Decision("source", oldest)
+            else:
+                explore = False
+        share.crawled(explored=explore)
+        return decision
+
+    def links_found(self, source: int, appeared: list[float], now: float) -> None:
+        if source >= len(self.plan):
+            return
+        est = self.plan.estimates
+        age = np.maximum(now - np.asarray(appeared, dtype=np.float64), 0.0)
+        self.exploration.found(float(est.profit[source] * np.exp(-est.decay[source] * age).sum()))
 
 
 __all__ = ["EchoExplore"]

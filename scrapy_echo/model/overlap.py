@@ -49,10 +49,13 @@ class OverlapBook:
 
     def __init__(self, sources: int = 0, *, recent: int = RECENT_LINKS) -> None:
         self.recent = int(recent)
-        self.keys: NDArray[np.uint64] = np.zeros((0, self.recent), dtype=np.uint64)  # 0: empty
-        self.head: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
-        self.shown: FloatArray = np.zeros(0)  # links new to the source, since it was added
-        self.echoed: FloatArray = np.zeros(0)  # of which another source showed first
+        self._size = 0
+        # Rows for more sources than there are, doubled when full: a source joins at its
+        # first crawl, and copying every ring at each would cost O(n²).
+        self._keys: NDArray[np.uint64] = np.zeros((0, self.recent), dtype=np.uint64)  # 0: empty
+        self._head: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        self._shown: FloatArray = np.zeros(0)  # links new to the source, since it was added
+        self._echoed: FloatArray = np.zeros(0)  # of which another source showed first
         # Per source crawled since this book was made, the links of its last crawl: what is
         # new to it at the next (not kept in snapshots: the first crawl after a restart only
         # notes it again).
@@ -60,15 +63,33 @@ class OverlapBook:
         self.grow(sources)
 
     def __len__(self) -> int:
-        return int(self.head.size)
+        return self._size
+
+    @property
+    def keys(self) -> NDArray[np.uint64]:
+        """Each source's ring of link fingerprints (0: an empty slot), a view."""
+        return self._keys[: self._size]
+
+    @property
+    def shown(self) -> FloatArray:
+        return self._shown[: self._size]
+
+    @property
+    def echoed(self) -> FloatArray:
+        return self._echoed[: self._size]
 
     def grow(self, sources: int) -> None:
-        extra = sources - len(self)
-        if extra > 0:
-            self.keys = np.vstack([self.keys, np.zeros((extra, self.recent), dtype=np.uint64)])
-            self.head = np.concatenate([self.head, np.zeros(extra, dtype=np.intp)])
-            self.shown = np.concatenate([self.shown, np.zeros(extra)])
-            self.echoed = np.concatenate([self.echoed, np.zeros(extra)])
+        if sources <= self._size:
+            return
+        capacity = self._head.size
+        if sources > capacity:
+            extra = max(sources, 2 * capacity) - capacity
+            zeros = np.zeros((extra, self.recent), dtype=np.uint64)
+            self._keys = np.vstack([self._keys, zeros])
+            self._head = np.concatenate([self._head, np.zeros(extra, dtype=np.intp)])
+            self._shown = np.concatenate([self._shown, np.zeros(extra)])
+            self._echoed = np.concatenate([self._echoed, np.zeros(extra)])
+        self._size = sources
 
     def record(self, source: int, marks: list[int], seen_before: list[bool]) -> None:
         """A crawl of ``source`` showed links with fingerprints ``marks``; ``seen_before``
@@ -89,13 +110,12 @@ class OverlapBook:
         _, once = np.unique(wanted, return_index=True)  # a link listed twice is one
         once.sort()
         wanted, seen = wanted[once], seen[once]
-        self.shown[source] += wanted.size
-        self.echoed[source] += int(seen.sum())
-        row = self.keys[source]
+        self._shown[source] += wanted.size
+        self._echoed[source] += int(seen.sum())
         take = wanted[-self.recent :]  # the newest, when a crawl shows more than the ring
-        at = (self.head[source] + np.arange(take.size)) % self.recent
-        row[at] = take
-        self.head[source] = (self.head[source] + take.size) % self.recent
+        at = (self._head[source] + np.arange(take.size)) % self.recent
+        self._keys[source, at] = take
+        self._head[source] = (self._head[source] + take.size) % self.recent
 
     def echoed_share(self) -> FloatArray:
         """Per source, the share of its links another source showed first (NaN: none yet)."""
@@ -143,7 +163,8 @@ class OverlapBook:
 
     def to_data(self) -> dict[str, Any]:
         """Plain data for a snapshot: each ring oldest first, and the counts."""
-        rolled = [np.roll(row, -int(head)) for row, head in zip(self.keys, self.head, strict=True)]
+        heads = self._head[: self._size]
+        rolled = [np.roll(row, -int(head)) for row, head in zip(self.keys, heads, strict=True)]
         keys = np.array(rolled, dtype=np.uint64).reshape(len(self), self.recent)
         return {"keys": keys, "shown": self.shown.copy(), "echoed": self.echoed.copy()}
 
@@ -158,10 +179,10 @@ class OverlapBook:
         if shown.shape != (n,) or echoed.shape != (n,):
             raise ValueError("overlap data: one shown and echoed count per source expected")
         book = cls(n, recent=keys.shape[1])
-        book.keys[:] = keys
+        book._keys[:n] = keys
         # Oldest first, so the next link overwrites the oldest: after the last one held.
-        book.head[:] = (keys != 0).sum(axis=1) % book.recent
-        book.shown, book.echoed = shown, echoed
+        book._head[:n] = (keys != 0).sum(axis=1) % book.recent
+        book._shown[:n], book._echoed[:n] = shown, echoed
         return book
 
 

@@ -47,6 +47,7 @@ from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.limits import ScheduleLimits, solve_with_limits
 from scrapy_echo.model.plan import Estimates, Plan
+from scrapy_echo.model.recrawl_index import best_early_recrawl
 from scrapy_echo.model.schedule import IntervalSolution
 from scrapy_echo.model.solver import solve_intervals
 
@@ -376,28 +377,3 @@ class BreadthFirst(Policy):
         source = int(self._order[self._next % n])
         self._next = (self._next + 1) % n
         return Decision("source", source)
-
-
-def best_early_recrawl(now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
-    """The source whose recrawl now is worth most, by ``V(τ) = (λP/μ) g(μτ)`` (``λPτ`` at
-    ``μ = 0``; 0 for sources the plan does not keep), and that value."""
-    value = early_recrawl_values(now, last_crawl, plan)
-    best = int(value.argmax())
-    return best, float(value[best])
-
-
-def early_recrawl_values(now: float, last_crawl: FloatArray, plan: Plan) -> FloatArray:
-    """``V(τ)`` of every source (see :func:`best_early_recrawl`), a fresh array."""
-    mu, scale, linear = plan.index_terms
-    elapsed = np.subtract(now, last_crawl)
-    # g(x) = 1 - (1 + x) e^{-x}; its cancellation at tiny x only blurs values that small.
-    # In place, two buffers: this runs at every slot nothing is due in.
-    value = np.multiply(mu, elapsed)
-    e = np.negative(value)
-    np.exp(e, out=e)
-    value += 1.0
-    value *= e
-    np.subtract(1.0, value, out=value)
-    value *= scale
-    value += np.multiply(linear, elapsed, out=elapsed)
-    return value

@@ -7,7 +7,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.results import Score, score, upper_bound
 from scrapy_echo.sim.search import needed_rate
 from scrapy_echo.sim.synth import SynthParams, synthesize
+from scrapy_echo.sim.tables import coverage_table, profit_table
 from scrapy_echo.sim.trace import Trace, load_trace, write_trace
 
 POLICY_ORDER = [
@@ -70,8 +71,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         for name in policies:
             scores.append(_run_one(trace, name, rate, args, bound))
     unit = "fresh pages/s (no clicks)" if args.no_clicks else "clicks/s"
-    print(_table(scores, policies, rates, bound, unit))
-    print(_coverage_table(scores, policies, rates))
+    print(profit_table(scores, policies, rates, bound, unit))
+    print(coverage_table(scores, policies, rates))
     (out / "results.json").write_text(
         json.dumps([s.as_dict() for s in scores], indent=2) + "\n", encoding="utf-8"
     )
@@ -218,39 +219,6 @@ def _rates(spec: str) -> list[float]:
     if not rates or any(not (math.isfinite(r) and r > 0) for r in rates):
         raise ValueError(f"--rates must be positive numbers, got {spec!r}")
     return rates
-
-
-def _table(
-    scores: list[Score], policies: list[str], rates: list[float], bound: float, unit: str
-) -> str:
-    def cell(s: Score) -> str:
-        return f"{s.profit_per_second:.4g} ({s.fraction_of_upper_bound:.1%})"
-
-    note = f"\nprofit per second (fraction of the upper bound, {bound:.4g} {unit})"
-    return _grid(scores, policies, rates, cell) + note
-
-
-def _coverage_table(scores: list[Score], policies: list[str], rates: list[float]) -> str:
-    """Seed 004's coverage: the share of new pages found within 1 h, 4 h and at all."""
-
-    def cell(s: Score) -> str:
-        return f"{s.coverage_1h:.1%} / {s.coverage_4h:.1%} / {s.coverage:.1%}"
-
-    note = "\nnew pages found within 1 h / within 4 h / at all (seed 004's coverage)"
-    return "\n" + _grid(scores, policies, rates, cell) + note
-
-
-def _grid(
-    scores: list[Score], policies: list[str], rates: list[float], cell: Callable[[Score], str]
-) -> str:
-    """A Markdown table: a row per policy, a column per rate."""
-    by = {(s.policy, s.rate): s for s in scores}
-    head = "| policy | " + " | ".join(f"{r:g} crawls/s" for r in rates) + " |"
-    rule = "|---|" + "---|" * len(rates)
-    rows = [
-        f"| {name} | " + " | ".join(cell(by[(name, r)]) for r in rates) + " |" for name in policies
-    ]
-    return "\n".join([head, rule, *rows])
 
 
 def _plots(scores: list[Score], out: Path) -> None:

@@ -16,16 +16,15 @@ from typing import ClassVar
 import numpy as np
 
 from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.frontier import Frontier
-from scrapy_echo.model.policies import Decision, Policy
+from scrapy_echo.model.discovery_policies import CrawlsEveryPage
+from scrapy_echo.model.policies import Decision
 from scrapy_echo.sim.trace import Trace
 
 
-class GreedyOracle(Policy):
+class GreedyOracle(CrawlsEveryPage):
     """Seed 004's GREEDY, counting from the trace; only the simulator can run it."""
 
     name = "greedy-oracle"
-    uses_solver = False
     cycle: ClassVar[float] = 3600.0  # seconds between counts: the seed's cycle
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
@@ -43,13 +42,7 @@ class GreedyOracle(Policy):
         self._counts = np.zeros(trace.n_sources)
         self._next_count = 0.0
 
-    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
-        page = self._newest_discovered(frontier)
-        if page is not None:
-            return page
-        first = self._first_crawl(last_crawl)
-        if first is not None or not last_crawl.size:
-            return first
+    def source_slot(self, now: float, last_crawl: FloatArray) -> Decision:
         if now >= self._next_count:
             self._count(now)
             self._next_count = now + self.cycle

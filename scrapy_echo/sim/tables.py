@@ -1,0 +1,43 @@
+"""The simulator's Markdown tables: a row per policy, a column per crawl rate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scrapy_echo.sim.results import Score
+
+
+def profit_table(
+    scores: list[Score], policies: list[str], rates: list[float], bound: float, unit: str
+) -> str:
+    def cell(s: Score) -> str:
+        return f"{s.profit_per_second:.4g} ({s.fraction_of_upper_bound:.1%})"
+
+    note = f"\nprofit per second (fraction of the upper bound, {bound:.4g} {unit})"
+    return _grid(scores, policies, rates, cell) + note
+
+
+def coverage_table(scores: list[Score], policies: list[str], rates: list[float]) -> str:
+    """Seed 004's coverage: the share of new pages found within 1 h, 4 h and at all."""
+
+    def cell(s: Score) -> str:
+        return f"{s.coverage_1h:.1%} / {s.coverage_4h:.1%} / {s.coverage:.1%}"
+
+    note = "\nnew pages found within 1 h / within 4 h / at all (seed 004's coverage)"
+    return "\n" + _grid(scores, policies, rates, cell) + note
+
+
+def _grid(
+    scores: list[Score], policies: list[str], rates: list[float], cell: Callable[[Score], str]
+) -> str:
+    """A Markdown table: a row per policy, a column per rate."""
+    by = {(s.policy, s.rate): s for s in scores}
+    head = "| policy | " + " | ".join(f"{r:g} crawls/s" for r in rates) + " |"
+    rule = "|---|" + "---|" * len(rates)
+    rows = [
+        f"| {name} | " + " | ".join(cell(by[(name, r)]) for r in rates) + " |" for name in policies
+    ]
+    return "\n".join([head, rule, *rows])
+
+
+__all__ = ["coverage_table", "profit_table"]
