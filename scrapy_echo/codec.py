@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from scrapy_echo.model.clicks import ClickHistogram
-from scrapy_echo.model.estimators import CrawlHistory, DecayFit
+from scrapy_echo.model.crawl_history import CrawlHistory
+from scrapy_echo.model.estimators import DecayFit
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.priors import ColdStart
 from scrapy_echo.state import SourceStatus

@@ -12,7 +12,9 @@ re-solves the schedule from its estimates with the last budget it used, and draw
 
 It lists the sources that list the same pages (seed 004's overlap; docs/how-it-works.rst,
 "Overlapping sources"): pairs whose recent links overlap by Jaccard ≥ 0.7, the one worth less
-(the follower) credited to the other.
+(the follower) credited to the other. And the hubs whose rate is at risk of an underestimate
+(docs/how-it-works.rst, "Hubs that show only their latest links"): their crawls found them
+overflowed, their latest links all new, and undated, so that the counts are only floors.
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ class Report:
         if budget is None:
             budget = float(history[-1]["budget"]) if history else 1.0
         planner = make_policy(policy)
-        learned = planner.learned_priors
         estimates = snapshot["learner"].estimates(
-            float(snapshot["saved_at"]), learned_priors=learned
+            float(snapshot["saved_at"]),
+            learned_priors=planner.learned_priors,
+            censoring=planner.censoring_aware,
         )
         off = [i for i, s in enumerate(snapshot["sources"]) if s.retired or s.removed]
         if off:  # never crawled again: no share of the budget (as the crawl plans)
@@ -82,7 +85,32 @@ class Report:
             "saved_at": float(self.snapshot["saved_at"]),
             "samples": len(self.snapshot.get("history") or []),
             "overlapping_pairs": len(self.overlaps()),
+            "overflowed_crawls": int(sum(self.overflows)),
+            "rates_at_risk": int((self.floor_share > 0).sum()),
         }
+
+    @cached_property
+    def overflows(self) -> list[int]:
+        """Per source, its crawls that found it overflowed (0 for a state saved before)."""
+        data = self.snapshot.get("overflow")
+        n = len(self.snapshot["sources"])
+        counts = [] if data is None else [int(x) for x in data["overflows"]]
+        return (counts + [0] * n)[:n]
+
+    @cached_property
+    def floor_share(self) -> np.ndarray[Any, Any]:
+        """Per source, the share of the crawls behind its ``λ`` whose count is only a floor:
+        above 0, its rate may be underestimated."""
+        crawls = self.snapshot["learner"].crawls
+        n = len(self.snapshot["sources"])
+        floors = getattr(crawls, "floors", None)
+        if floors is None or not floors.size:
+            return np.zeros(n)
+        filled = np.array(crawls.filled, dtype=np.int64)
+        oldest = np.where(filled == crawls.history + 1, np.array(crawls.next, np.int64), 0)
+        in_window = floors.sum(axis=1) - floors[np.arange(filled.size), oldest]
+        share = in_window / np.maximum(filled - 1, 1)  # (the oldest crawl only opens it)
+        return np.concatenate([share, np.zeros(max(0, n - share.size))])[:n]
 
     @cached_property
     def overlap_book(self) -> OverlapBook:
@@ -122,7 +150,29 @@ class Report:
             f"{s['clicks_caught']:.1f} clicks caught\n"
             f"state saved {saved:%Y-%m-%d %H:%M:%S} UTC, {s['samples']} history samples"
             + self._overlap_text()
+            + self._risk_text()
         )
+
+    def _risk_text(self) -> str:
+        share = self.floor_share
+        risky = np.flatnonzero(share > 0)
+        if not risky.size:
+            return ""
+        value = self.estimates.link_rate * self.estimates.profit
+        risky = risky[np.argsort(-value[risky], kind="stable")]
+        sources = self.snapshot["sources"]
+        lines = [
+            f"\n{risky.size} sources may have their rate underestimated: crawls found them "
+            "overflowed (every link new, none dated), so their counts are only floors:"
+        ]
+        for i in risky[:10]:
+            lines.append(
+                f"  {sources[i].url}: {share[i]:.0%} of its last crawls overflowed, "
+                f"rate at least {self.estimates.link_rate[i] * 3600:.3g} links/h"
+            )
+        if risky.size > 10:
+            lines.append(f"  ... and {risky.size - 10} more")
+        return "\n".join(lines)
 
     def _overlap_text(self) -> str:
         rows = self.overlap_rows()
@@ -155,6 +205,8 @@ class Report:
                 "interval": float(plan.intervals[i]) if plan.kept[i] else math.inf,
                 "crawls": status.crawls,
                 "new_links": status.new_links,
+                "overflows": self.overflows[i],
+                "floor_share": float(self.floor_share[i]),
             }
             for i, status in enumerate(self.snapshot["sources"])
         ]

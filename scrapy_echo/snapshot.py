@@ -34,6 +34,8 @@ signals         :meth:`SignalBook.to_data <scrapy_echo.model.signals.SignalBook.
                 (optional: later in version 2)
 overlap         :meth:`OverlapBook.to_data <scrapy_echo.model.overlap.OverlapBook.to_data>`
                 (optional: later in version 2)
+overflow        :meth:`OverflowWatch.to_data <scrapy_echo.model.overflow.OverflowWatch.to_data>`
+                (optional: later in version 2)
 feeds           click and signal feed readers' positions
 history         one sample per re-solve, for reports
 =============== ===========================================================================
@@ -50,8 +52,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scrapy_echo import codec
-from scrapy_echo.model.estimators import CrawlHistory
+from scrapy_echo.model.crawl_history import CrawlHistory
 from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.model.overflow import OverflowWatch
 from scrapy_echo.model.overlap import OverlapBook
 from scrapy_echo.model.signals import SignalBook
 from scrapy_echo.seen import FingerprintSet, Remembered
@@ -167,6 +170,7 @@ def capture(
         "history": list(state.history),  # (samples are never changed once taken)
         "signals": state.signals.to_data(),
         "overlap": state.overlap.to_data(),
+        "overflow": state.overflow.to_data(),
     }
     rows = state.status_rows()
     built = {
@@ -346,6 +350,9 @@ def restore(
         if "overlap" in snapshot:
             state.overlap = OverlapBook.from_data(snapshot["overlap"])
         state.overlap.grow(len(state.sources))
+        if "overflow" in snapshot:
+            state.overflow = OverflowWatch.from_data(snapshot["overflow"])
+        state.overflow.grow(len(state.sources))
         for source, payload, appeared, discovered in _frontier_rows(snapshot["frontier"]):
             page = request(payload)
             if page is not None:

@@ -22,6 +22,7 @@ from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.cycles import WeekProfile
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.model.overflow import OverflowWatch
 from scrapy_echo.model.overlap import OverlapBook
 from scrapy_echo.model.priors import ColdStart
 from scrapy_echo.model.signals import SignalBook
@@ -134,6 +135,7 @@ class CrawlState:
         self.signals = SignalBook()  # change-indicating signals (docs/how-it-works.rst)
         self.profile = WeekProfile()  # when sources publish, by hour of the week
         self.overlap = OverlapBook()  # which sources list the same pages
+        self.overflow = OverflowWatch()  # which crawls found a hub overflowed
 
     # -- sources --------------------------------------------------------------------------
     @property
@@ -215,46 +217,89 @@ class CrawlState:
         self._last_crawl[source] = now
 
     def source_crawled(
-        self, source: int, fetched: float, links: list[str], fresh: set[str] | None = None
+        self,
+        source: int,
+        fetched: float,
+        links: list[str],
+        fresh: set[str] | None = None,
+        stated: dict[str, float] | None = None,
     ) -> list[str]:
         """Record a crawl of ``source`` that showed ``links`` (clean URLs); returns the new
         ones: those whose key no source showed before, nor names a fetched page or a source.
         The first crawl of a source only records what is there, but for the ``fresh``
-        links."""
+        links. ``stated``: the publication times the listing states, by link."""
         status = self.sources[source]
         self.changed_sources.add(source)
         first = status.crawls == 0
         previous = status.last_fetched
         fetched = self._fetch_time(status, fetched)
-        new = self._new_links(links, fetched, source) if links else []  # (most crawls show none)
+        new, overflowed = self._new_links(links, fetched, source, first) if links else ([], False)
         if first:
             new = [link for link in new if link in fresh] if fresh else []
         status.new_links += len(new)
+        cut, floor = 0.0, False
+        if new and not first:
+            cut, floor = self._censoring(source, overflowed, new, stated or {}, previous, fetched)
         # The first crawl only starts the λ window (CrawlHistory ignores its count).
-        self.learner.record_crawl(source, fetched, len(new))
+        self.learner.record_crawl(source, fetched, len(new), cut=cut, floor=floor)
         if not first:
             self.profile.observe(source, previous, fetched, len(new))
         if self.signals.received:  # (a first crawl only settles the signals before it)
             self.signals.crawled(source, 0.0 if first else fetched - previous, len(new))
         return new
 
-    def _new_links(self, links: list[str], now: float, source: int) -> list[str]:
-        """The links no source showed before (now all seen); a link to another source is
-        navigation, not a page. The source's recent links are noted for its overlaps."""
+    def _censoring(
+        self,
+        source: int,
+        overflowed: bool,
+        new: list[str],
+        stated: dict[str, float],
+        previous: float,
+        fetched: float,
+    ) -> tuple[float, bool]:
+        """For a crawl that found ``new`` links: the seconds at the start of its interval its
+        count does not cover, and whether the count is only a floor (docs/how-it-works.rst,
+        "Hubs that show only their latest links")."""
+        # A dated listing that shows nothing from before the last crawl overflowed too,
+        # whatever the watch knows (it knows nothing at the second crawl).
+        if not overflowed and stated and min(stated.values()) > previous:
+            overflowed = True
+            self.overflow.overflows[source] += 1
+        if not overflowed:
+            return 0.0, False
+        if not all(link in stated for link in new):
+            return 0.0, True
+        # The count covers the time since the oldest new link still shown.
+        cut = min(stated[link] for link in new) - previous
+        return (cut, False) if 0 < cut < fetched - previous else (0.0, True)
+
+    def _new_links(
+        self, links: list[str], now: float, source: int, first: bool
+    ) -> tuple[list[str], bool]:
+        """The links no source showed before (now all seen), and whether the crawl found the
+        source overflowed; a link to another source is navigation, not a page. The source's
+        recent links are noted for its overlaps."""
         keys = [fold_scheme(link) for link in links]
         marks = [fingerprint(key) for key in keys]
         unseen = self.seen.add_new(marks, now)
         self.overlap.record(source, marks, [not u for u in unseen])
         sources = self.source_ids
-        new = [
-            link
-            for link, key, is_new in zip(links, keys, unseen, strict=True)
+        fresh = [
+            (link, mark)
+            for link, key, mark, is_new in zip(links, keys, marks, unseen, strict=True)
             if is_new and key not in sources
         ]
         if self.unfolded_http:  # earlier builds remembered http links unfolded
             seen = self.seen
-            new = [u for u in new if not u.startswith("http://") or fingerprint(u) not in seen]
-        return new
+            fresh = [
+                (u, m)
+                for u, m in fresh
+                if not u.startswith("http://") or fingerprint(u) not in seen
+            ]
+        # A first crawl's links are navigation and backlog alike: none is known content yet.
+        content = [] if first else [mark for _, mark in fresh]
+        overflowed = self.overflow.crawled(source, listed=marks, new=content)
+        return [link for link, _ in fresh], overflowed
 
     def source_not_modified(self, source: int, fetched: float) -> None:
         """A 304: a crawl that found nothing new."""

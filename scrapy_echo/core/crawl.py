@@ -216,7 +216,8 @@ class CrawlCore:
             fresh = {
                 url for url, stated in event.links if stated is not None and stated >= state.started
             }
-        found = state.source_crawled(source, event.t, urls, fresh)
+        dates = {url: when for url, when in event.links if when is not None}
+        found = state.source_crawled(source, event.t, urls, fresh, dates)
         if not found:
             return []
         new = set(found)
@@ -306,8 +307,10 @@ class CrawlCore:
         self.policy.signals = self.state.signals
         for job in self.state.housekeeping(now):
             self.run_housekeeping(job)
-        learned = self.policy.learned_priors
-        estimates = self.state.learner.estimates(now, learned_priors=learned)
+        policy = self.policy
+        estimates = self.state.learner.estimates(
+            now, learned_priors=policy.learned_priors, censoring=policy.censoring_aware
+        )
         weights = self.site_weights()
         if weights is not None:  # the user's value of each site's pages, clicks or not
             mean = estimates.mean_clicks

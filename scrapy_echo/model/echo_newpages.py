@@ -46,6 +46,7 @@ class EchoNewPages(EchoPaper):
     uses_limits = True
     uses_overlaps = True
     learned_priors = True
+    censoring_aware = True
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         super().__init__(seed=seed, repair_solves=repair_solves)

@@ -24,11 +24,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scrapy_echo.model.clicks import ClickHistogram
-from scrapy_echo.model.estimators import (
-    CrawlHistory,
-    DecayFit,
-    fit_profit_decay,
-)
+from scrapy_echo.model.crawl_history import CrawlHistory
+from scrapy_echo.model.estimators import DecayFit, fit_profit_decay
 from scrapy_echo.model.plan import Estimates
 from scrapy_echo.model.priors import ColdStart, apply_cold_start
 
@@ -114,10 +111,13 @@ class SourceLearner:
             self.crawls.grow(sources)
             self._sources = sources
 
-    def record_crawl(self, source: int, time: float, new_links: int) -> None:
+    def record_crawl(
+        self, source: int, time: float, new_links: int, *, cut: float = 0.0, floor: bool = False
+    ) -> None:
+        """A crawl, as :meth:`scrapy_echo.model.crawl_history.CrawlHistory.record` takes it."""
         if source >= self._sources:  # (inline: this runs at every source crawl)
             self.grow(source + 1)
-        self.crawls.record(source, time, new_links)
+        self.crawls.record(source, time, new_links, cut=cut, floor=floor)
 
     def add_page(
         self, page: Hashable, *, source: int, appeared: float, crawled: float | None = None
@@ -150,8 +150,12 @@ class SourceLearner:
         if unknown:
             self._trim(max(ts))
 
-    def estimates(self, now: float, *, learned_priors: bool = False) -> Estimates:
-        """``λ, P, μ`` for every source, as of ``now``.
+    def estimates(
+        self, now: float, *, learned_priors: bool = False, censoring: bool = False
+    ) -> Estimates:
+        """``λ, P, μ`` for every source, as of ``now``; with ``censoring``, ``λ`` counts the
+        crawls of hubs that overflowed for what they are (docs/how-it-works.rst, "Hubs that
+        show only their latest links").
 
         The click fit is redone only when clicks came in since the last one, at most every
         ``refit_every`` seconds (the click feed is pushed hourly while intervals are re-solved
@@ -178,14 +182,14 @@ class SourceLearner:
             self._clicks_changed = False
             self._fitted_at = now
         fit = self._fit
-        links, span = self.crawls.window()
+        links, span = self.crawls.window(aware=censoring)
         horizon = self.clicks.bins * self.clicks.bin_width
         lam, prof, mu = apply_cold_start(
             links,
             span,
             fit,
             self.cold,
-            self.crawls.long_run(),
+            self.crawls.long_run(aware=censoring),
             horizon=horizon,
             learned_priors=learned_priors,
         )

@@ -14,8 +14,9 @@ from typing import Any
 
 from scrapy_echo.model.registry import POLICIES, make_policy
 from scrapy_echo.sim.ceiling import ceiling, hindsight_estimates
-from scrapy_echo.sim.engine import SimSettings, simulate
+from scrapy_echo.sim.engine import Replay, SimSettings, simulate
 from scrapy_echo.sim.oracle import GreedyOracle
+from scrapy_echo.sim.rates import rate_errors
 from scrapy_echo.sim.results import Score, score, upper_bound
 from scrapy_echo.sim.search import needed_rate
 from scrapy_echo.sim.synth import SynthParams, synthesize
@@ -138,7 +139,20 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
 
 
 # -- pieces -----------------------------------------------------------------------------
+def cmd_rates(args: argparse.Namespace) -> int:
+    trace = _trace(args)
+    replay = _replay(trace, args.policies, args.rate, args)
+    assert replay.core is not None
+    print(rate_errors(trace, replay.core, replay.crawls_per_source).text())
+    return 0
+
+
 def _run_one(trace: Trace, name: str, rate: float, args: argparse.Namespace, bound: float) -> Score:
+    replay = _replay(trace, name, rate, args)
+    return score(trace, replay, bound=bound, window=args.window, half_life=_half_life(args))
+
+
+def _replay(trace: Trace, name: str, rate: float, args: argparse.Namespace) -> Replay:
     settings = SimSettings(
         crawl_rate=rate,
         resolve_interval=args.resolve_interval,
@@ -161,7 +175,7 @@ def _run_one(trace: Trace, name: str, rate: float, args: argparse.Namespace, bou
     )
     replay = simulate(trace, policy, settings, progress=bar)
     bar.done(time.monotonic() - started)
-    return score(trace, replay, bound=bound, window=args.window, half_life=_half_life(args))
+    return replay
 
 
 def _half_life(args: argparse.Namespace) -> float | None:
@@ -365,6 +379,13 @@ def _parser() -> argparse.ArgumentParser:
     common(run)
     run.add_argument("--rates", default="0.05,0.1,0.2", help="crawls/s, comma separated")
     run.set_defaults(command=cmd_run)
+
+    rates = sub.add_parser(
+        "rates", help="estimated against true λ of the hubs crawled less than they fill up"
+    )
+    common(rates)
+    rates.add_argument("--rate", type=float, default=0.2, help="crawls/s (0.2)")
+    rates.set_defaults(command=cmd_rates, policies="echo-newpages")
 
     needed = sub.add_parser("needed-rate", help="lowest rate reaching a fraction of the bound")
     common(needed)

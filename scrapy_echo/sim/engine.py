@@ -13,7 +13,11 @@ never from the future, and intervals are re-solved every re-solve period.
 Sources and pages get URLs (``https://sim.invalid/s/<id>``, ``.../p/<id>``) so that the core
 sees what it sees in a live crawl. To save the replay time, a source crawl reports the links
 that appeared on it since its previous crawl (every other visible link was seen then), and
-the first crawl all it shows: the core takes the same new pages from either.
+the first crawl all it shows: the core takes the same new pages from either. With them it
+reports the newest link still shown from before, if any, so that the core tells a hub that
+overflowed from one that did not (docs/how-it-works.rst, "Hubs that show only their latest
+links"), and a source whose listing is dated (``sources.csv``'s ``dated``) states each link's
+publication time, the page's ``created``.
 """
 
 from __future__ import annotations
@@ -99,6 +103,7 @@ class Replay:
     solves: int = 0
     omega: list[tuple[float, float]] = field(default_factory=list)  # (time, ω) per re-solve
     crawls_per_source: list[int] = field(default_factory=list)
+    core: CrawlCore | None = field(default=None, compare=False, repr=False)  # its final state
 
 
 def simulate(
@@ -117,10 +122,12 @@ def simulate(
         state.add_source(url)
     page_urls = [f"{_PAGE_URL}{page}" for page in range(trace.n_pages)]
     page_ids = {url: page for page, url in enumerate(page_urls)}
+    created = trace.page_created.tolist()
     replay = Replay(
         policy.name, settings, np.full(trace.n_pages, np.nan), np.full(trace.n_pages, np.nan)
     )
     replay.crawls_per_source = crawls_per_source = [0] * trace.n_sources
+    replay.core = core
     clicks = _ClickLog(trace)
     if isinstance(policy, GreedyOracle):
         policy.attach(trace, replay.discovered)
@@ -160,12 +167,19 @@ def simulate(
             crawls_per_source[source] += 1
             previous = state.sources[source].last_fetched  # NaN: never crawled
             state.source_dispatched(source, now)
-            shown = (
-                links.visible(source, now)
-                if previous != previous
-                else links.appeared_between(source, previous, now)
-            )
-            shown_urls = tuple([(page_urls[p], None) for p in shown]) if shown else ()
+            if previous != previous:
+                shown = links.visible(source, now)
+            else:
+                shown = links.appeared_between(source, previous, now)
+                survivor = links.newest_before(source, previous, now)
+                if survivor is not None:
+                    shown.append(survivor)
+            if not shown:
+                shown_urls: tuple[tuple[str, float | None], ...] = ()
+            elif trace.dated(source):
+                shown_urls = tuple([(page_urls[p], created[p]) for p in shown])
+            else:
+                shown_urls = tuple([(page_urls[p], None) for p in shown])
             for new in core.apply(SourceFetched(source_urls[source], now, shown_urls)):
                 page = page_ids[new.url]
                 replay.discovered[page] = now

@@ -42,3 +42,15 @@ class LinkIndex:
         gone = self._disappeared[source]
         pages = self._page[source]
         return [pages[i] for i in range(lo, hi) if gone[i] > now]
+
+    def newest_before(self, source: int, after: float, now: float) -> int | None:
+        """The newest page whose link appeared on ``source`` by ``after`` and is still there
+        at ``now``: on a hub that shows its latest links, whether any link from before
+        survived (None: none did)."""
+        times = self._appeared[source]
+        gone = self._disappeared[source]
+        for i in range(bisect_right(times, after) - 1, -1, -1):
+            if gone[i] > now:
+                page: int = self._page[source][i]
+                return page
+        return None

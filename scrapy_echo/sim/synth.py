@@ -68,6 +68,9 @@ class SynthParams:
     # it shows every link of the first 0-30 minutes later, besides its own. The default
     # writes none.
     mirror_share: float = 0.0
+    # Sources whose listings state each link's publication time (a feed's pubDate, a <time>
+    # on each teaser): sources.csv's ``dated``. The default writes none.
+    dated_share: float = 0.0
     click_bin: float = 1200.0
     # Change-indicating signals (signals.csv; docs/trace-format.rst): each new link on a source
     # signals with probability signal_recall, signal_delay seconds late on average
@@ -103,7 +106,7 @@ class SynthParams:
             )
         shares = (
             *("news_share", "low_quality_share", "listing_share", "cross_link_share"),
-            *("mirror_share", "signal_recall"),
+            *("mirror_share", "signal_recall", "dated_share"),
         )
         for name in shares:
             if not 0 <= getattr(self, name) <= 1:
@@ -193,6 +196,9 @@ def synthesize(params: SynthParams | None = None) -> Trace:
         click_ts=click_ts,
         click_count=click_count,
         extra_meta={"synth": p.as_dict()},
+        source_shows=hub,
+        # (a random stream of its own: the rest of the trace is the same however many)
+        source_dated=np.random.default_rng([p.seed, 4]).random(n) < p.dated_share,
         **_signals(p, link_source, link_appeared, duration),
     )
 

@@ -2,7 +2,9 @@
 
 A trace is a directory (docs/trace-format.rst):
 
-- ``sources.csv``: ``source_id,url``
+- ``sources.csv``: ``source_id,url``, optional ``shows`` (the hub shows only its latest
+  ``shows`` links: a link whose ``disappeared`` is empty leaves when the ``shows``-th link
+  after it appears) and ``dated`` (1: its listing states each link's publication time)
 - ``links.csv``: ``source_id,page_url,appeared,disappeared`` (seconds from the start; an empty
   ``disappeared`` means until the end)
 - ``pages.csv`` (optional): ``page_url,created`` (default: the page's first ``appeared``)
@@ -67,6 +69,13 @@ class Trace:
     # Change-indicating signals, sorted by time: which source each names, and when it came.
     signal_source: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     signal_ts: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # Per source (empty: none): how many links its hub shows (0: all), and whether its
+    # listing states each link's publication time (the page's ``created``).
+    source_shows: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    source_dated: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+    def dated(self, source: int) -> bool:
+        return bool(self.source_dated.size) and bool(self.source_dated[source])
 
     @property
     def n_sources(self) -> int:
@@ -100,6 +109,8 @@ def load_trace(path: str | Path) -> Trace:
     source_ids: list[str] = []
     source_urls: list[str] = []
     index: dict[str, int] = {}
+    shows: list[int] = []
+    dated: list[bool] = []
     for row in _rows(root, "sources", ("source_id", "url")):
         sid = row.text("source_id")
         if sid in index:
@@ -107,24 +118,35 @@ def load_trace(path: str | Path) -> Trace:
         index[sid] = len(source_ids)
         source_ids.append(sid)
         source_urls.append(row.text("url"))
+        shows.append(row.count("shows"))
+        dated.append(row.flag("dated"))
 
     pages: dict[str, int] = {}
     link_source: list[int] = []
     link_pages: list[int] = []
     appeared_at: list[float] = []
     disappeared_at: list[float] = []
+    left_open: list[bool] = []  # empty cells: until the end, or until pushed out of a hub
     for row in _rows(root, "links", ("source_id", "page_url", "appeared", "disappeared")):
         source = row.source(index)
         appeared = row.time("appeared", duration)
-        disappeared = row.number("disappeared", low=0.0, empty=math.inf)
+        disappeared = row.number("disappeared", low=0.0, empty=math.nan)
+        left_open.append(math.isnan(disappeared))
+        disappeared = math.inf if math.isnan(disappeared) else disappeared
         if disappeared < appeared:
             raise row.error("disappeared", f"{disappeared!r} is before appeared ({appeared!r})")
+        if disappeared >= duration:  # there at the end: the same as until the end
+            disappeared = math.inf
         link_source.append(source)
         link_pages.append(pages.setdefault(row.text("page_url"), len(pages)))
         appeared_at.append(appeared)
         disappeared_at.append(disappeared)
     link_page = np.array(link_pages, dtype=np.intp)
     link_appeared = np.array(appeared_at, dtype=np.float64)
+    link_source_array = np.array(link_source, dtype=np.intp)
+    shows_array = np.array(shows, dtype=np.intp)
+    link_disappeared = np.array(disappeared_at, dtype=np.float64)
+    _push_out(link_source_array, link_appeared, link_disappeared, np.array(left_open), shows_array)
     first = np.full(len(pages), np.inf)
     np.minimum.at(first, link_page, link_appeared)
     created = first.copy()
@@ -169,10 +191,10 @@ def load_trace(path: str | Path) -> Trace:
         source_urls=source_urls,
         page_urls=list(pages),
         page_created=created,
-        link_source=np.array(link_source, dtype=np.intp),
+        link_source=link_source_array,
         link_page=link_page,
         link_appeared=link_appeared,
-        link_disappeared=np.array(disappeared_at, dtype=np.float64),
+        link_disappeared=link_disappeared,
         click_page=np.array(click_page, dtype=np.intp)[order],
         click_ts=np.array(click_ts, dtype=np.float64)[order],
         click_count=np.array(click_count, dtype=np.float64)[order],
@@ -180,7 +202,34 @@ def load_trace(path: str | Path) -> Trace:
         extra_meta=meta["extra"],
         signal_source=signal_source,
         signal_ts=signal_ts,
+        source_shows=shows_array if shows_array.any() else np.zeros(0, dtype=np.intp),
+        source_dated=np.array(dated) if any(dated) else np.zeros(0, dtype=bool),
     )
+
+
+def _push_out(
+    source: IntArray,
+    appeared: FloatArray,
+    disappeared: FloatArray,
+    left_open: NDArray[np.bool_],
+    shows: IntArray,
+) -> None:
+    """Close, in ``disappeared``, the links left open on a hub that shows only its latest
+    ``K`` links: when the ``K``-th link after them on that hub appears."""
+    limited = shows[source] > 0
+    open_ = left_open & limited
+    if not open_.any():
+        return
+    order = np.lexsort((appeared, source))
+    src, times = source[order], appeared[order]
+    ends = np.searchsorted(src, src, side="right")  # past each link's hub's last link
+    later = np.arange(src.size) + shows[src]
+    pushed = np.where(
+        (later < ends) & limited[order], times[np.minimum(later, src.size - 1)], np.inf
+    )
+    closed = np.empty_like(disappeared)
+    closed[order] = pushed
+    disappeared[open_] = closed[open_]
 
 
 def _load_signals(
@@ -212,9 +261,17 @@ def write_trace(trace: Trace, path: str | Path, *, compress: bool = False) -> No
     }
     (root / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     with _writer(root, "sources", compress) as out:
-        out.writerow(["source_id", "url"])
-        out.writerows(zip(trace.source_ids, trace.source_urls, strict=True))
+        n = trace.n_sources
+        shows = trace.source_shows.tolist() if trace.source_shows.size else [0] * n
+        dated = [int(trace.dated(s)) for s in range(n)]
+        out.writerow(["source_id", "url", "shows", "dated"])
+        for row in zip(trace.source_ids, trace.source_urls, shows, dated, strict=True):
+            out.writerow([row[0], row[1], row[2] or "", row[3]])
     urls = trace.page_urls
+    limited = trace.source_shows.tolist() if trace.source_shows.size else [0] * trace.n_sources
+    # On a hub that shows its latest links, an empty cell means "until pushed out": a link
+    # there to the end says so with the end time.
+    end = repr(trace.duration)
     with _writer(root, "links", compress) as out:
         out.writerow(["source_id", "page_url", "appeared", "disappeared"])
         for s, p, a, d in zip(
@@ -224,7 +281,8 @@ def write_trace(trace: Trace, path: str | Path, *, compress: bool = False) -> No
             trace.link_disappeared.tolist(),
             strict=True,
         ):
-            out.writerow([trace.source_ids[s], urls[p], repr(a), "" if math.isinf(d) else repr(d)])
+            gone = (end if limited[s] else "") if math.isinf(d) else repr(d)
+            out.writerow([trace.source_ids[s], urls[p], repr(a), gone])
     with _writer(root, "pages", compress) as out:
         out.writerow(["page_url", "created"])
         out.writerows(zip(urls, map(repr, trace.page_created.tolist()), strict=True))
@@ -274,6 +332,22 @@ class _Row:
         if value > duration:
             raise self.error(column, f"{value!r} is after the end ({duration!r})")
         return value
+
+    def count(self, column: str) -> int:
+        """An optional whole number ``>= 1`` (0 when the column is missing or empty)."""
+        raw = (self.values.get(column) or "").strip()
+        if not raw:
+            return 0
+        if not raw.isdigit() or int(raw) < 1:
+            raise self.error(column, f"{raw!r} is not a whole number >= 1")
+        return int(raw)
+
+    def flag(self, column: str) -> bool:
+        """An optional ``0`` or ``1`` (False when the column is missing or empty)."""
+        raw = (self.values.get(column) or "").strip()
+        if raw not in ("", "0", "1"):
+            raise self.error(column, f"{raw!r} is not 0 or 1")
+        return raw == "1"
 
     def text(self, column: str) -> str:
         value = (self.values.get(column) or "").strip()
