@@ -25,6 +25,7 @@ from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.overflow import OverflowWatch
 from scrapy_echo.model.overlap import OverlapBook
 from scrapy_echo.model.priors import ColdStart
+from scrapy_echo.model.refresh_lane import RefreshLane
 from scrapy_echo.model.signals import SignalBook
 from scrapy_echo.seen import FingerprintSet, Housekeeping
 from scrapy_echo.source_status import STATUS_FIELDS, SourceStatus, status_row
@@ -78,6 +79,10 @@ class StateConfig(Protocol):
     def max_interval(self) -> float: ...
     @property
     def seen_ttl(self) -> float: ...
+    @property
+    def refresh_share(self) -> float: ...
+    @property
+    def refresh_stale_cost(self) -> float: ...
 
 
 @dataclass
@@ -136,6 +141,8 @@ class CrawlState:
         self.profile = WeekProfile()  # when sources publish, by hour of the week
         self.overlap = OverlapBook()  # which sources list the same pages
         self.overflow = OverflowWatch()  # which crawls found a hub overflowed
+        # Fetched pages to fetch again when they may have changed (docs/how-it-works.rst)
+        self.refresh = RefreshLane(share=cfg.refresh_share, stale_cost=cfg.refresh_stale_cost)
 
     # -- sources --------------------------------------------------------------------------
     @property

@@ -85,6 +85,7 @@ class CrawlCore:
         self.policy = policy
         self.state = CrawlState(config) if state is None else state
         self.solves = 0
+        self._refresh_asks = self._refresh_served = 0  # the refresh lane's slots
         self._host_of: list[int] = []  # per source, its host's index in _hosts
         self._hosts: dict[str, int] = {}
         self._host_weights: list[float] = []  # per host, its weight (site_weights)
@@ -106,7 +107,17 @@ class CrawlCore:
             raise TypeError("feed rows are checked by the receiver, then given to the core")
         if isinstance(event, PageFetched):
             source = state.add_source(event.source)
-            state.page_crawled(event.url, source, event.appeared, event.t, event.aliases)
+            if not event.refresh:
+                state.page_crawled(event.url, source, event.appeared, event.t, event.aliases)
+            if self.refreshing:
+                state.refresh.fetched(
+                    state.page_key(event.url),
+                    group=self._host_indices()[source],
+                    source=source,
+                    appeared=event.appeared,
+                    t=event.t,
+                    digest=event.digest,
+                )
             return []
         source = state.add_source(event.url)
         if isinstance(event, SourceNotModified):
@@ -143,6 +154,26 @@ class CrawlCore:
         else:
             raise TypeError(f"not an event: {event!r:.80}")
         return []
+
+    @property
+    def refreshing(self) -> bool:
+        """Whether the refresh lane runs: the policy refreshes and the lane has a share."""
+        return self.policy.refreshes and self.state.refresh.enabled
+
+    def next_refresh(self, now: float) -> str | None:
+        """A fetched page (its key, a clean URL) to fetch again now, if one is due and the
+        lane is within its share of the slots this is asked at; None otherwise. Ask at every
+        slot (:meth:`choose` or not): the share counts the asks."""
+        if not self.refreshing:
+            return None
+        lane = self.state.refresh
+        self._refresh_asks += 1
+        if self._refresh_served > lane.share * self._refresh_asks:
+            return None
+        page = lane.due(now)
+        if page is not None:
+            self._refresh_served += 1
+        return None if page is None else str(page)
 
     def source_signalled(self, source: int, t: float) -> None:
         """A change-indicating signal named ``source`` at ``t`` (docs/how-it-works.rst,
@@ -332,6 +363,11 @@ class CrawlCore:
             value = estimates.link_rate * estimates.profit
             self.policy.overlaps = self.state.overlap.pairs(value)
         plan = self.policy.replan(estimates, budget)
+        if self.refreshing:
+            est = plan.estimates
+            self.state.refresh.plan(
+                now, omega=plan.omega, budget=budget, profit=est.profit, decay=est.decay
+            )
         self.solves += 1
         self.state.record(
             now,

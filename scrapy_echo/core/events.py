@@ -18,7 +18,9 @@ crawl      ``url``, ``t`` (fetch time), ``links`` (``[[url, published or null], 
 fail       ``url``, ``t``, ``why``
 blocked    ``url``, ``t`` (robots.txt forbids the source: no request was sent)
 page       ``url`` (the page), ``source`` (its source's URL), ``appeared``, ``t``,
-           ``aliases`` (``[url, ...]``, optional: the page's other URLs)
+           ``aliases`` (``[url, ...]``, optional: the page's other URLs), ``digest``
+           (optional: its content's digest or ETag), ``refresh`` (optional: true for a
+           refetch of a page fetched before)
 clicks     ``rows`` (``[[url, ts, clicks], ...]``, checked as click-feed rows by the receiver)
 signals    ``rows`` (``[[url, ts], ...]``, checked as signal-feed rows by the receiver)
 source     ``url`` (a source to add)
@@ -74,6 +76,8 @@ class PageFetched:
     appeared: float
     t: float
     aliases: tuple[str, ...] = ()  # other URLs of this page: where it redirected, its canonical
+    digest: str | None = None  # its content's digest or ETag: the refresh lane tells changes
+    refresh: bool = False  # a refetch by the refresh lane, not the page's first fetch
 
 
 @dataclass(frozen=True)
@@ -144,9 +148,14 @@ def to_json(event: Event) -> dict[str, Any]:
     if isinstance(event, SourceFailed):
         return {"e": "fail", "url": event.url, "t": event.t, "why": event.why}
     if isinstance(event, PageFetched):
-        return {"e": "page", "url": event.url, "source": event.source,
-                "appeared": event.appeared, "t": event.t,
-                "aliases": list(event.aliases)}  # fmt: skip
+        out = {"e": "page", "url": event.url, "source": event.source,
+               "appeared": event.appeared, "t": event.t,
+               "aliases": list(event.aliases)}  # fmt: skip
+        if event.digest is not None:
+            out["digest"] = event.digest
+        if event.refresh:
+            out["refresh"] = True
+        return out
     if isinstance(event, SourceBlocked):
         return {"e": "blocked", "url": event.url, "t": event.t}
     if isinstance(event, SourceAdded):
@@ -189,6 +198,8 @@ def from_json(raw: Any) -> Event:
             _time(raw.get("appeared"), "appeared"),
             _time(raw.get("t"), "t"),
             _aliases(raw.get("aliases", [])),
+            _text(raw.get("digest"), "digest"),
+            _flag(raw.get("refresh", False), "refresh"),
         )
     if kind == "blocked":
         return SourceBlocked(_url(raw.get("url"), "url"), _time(raw.get("t"), "t"))
@@ -208,6 +219,12 @@ def _link(link: Any) -> tuple[str, float | None]:
     if not isinstance(link, list) or len(link) != 2:
         raise InvalidEvent("bad_field", "each link must be [url, published]")
     return _url(link[0], "link"), None if link[1] is None else _time(link[1], "published")
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidEvent("bad_field", f"{name} must be true or false")
+    return value
 
 
 def _aliases(value: Any) -> tuple[str, ...]:

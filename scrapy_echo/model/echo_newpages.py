@@ -47,6 +47,7 @@ class EchoNewPages(EchoPaper):
     uses_overlaps = True
     learned_priors = True
     censoring_aware = True
+    refreshes = True
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         super().__init__(seed=seed, repair_solves=repair_solves)

@@ -84,6 +84,9 @@ class Policy(ABC):
     # Whether ``λ`` counts the crawls of hubs that overflowed for what they are (a floor, or a
     # count over the time since the oldest dated link): past the paper, echo-newpages' alone.
     censoring_aware: ClassVar[bool] = False
+    # Whether fetched pages that may have changed are fetched again (the refresh lane): past
+    # the paper, echo-newpages' alone.
+    refreshes: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         self.seed = seed

@@ -15,6 +15,7 @@ from typing import Any
 from scrapy_echo.model.registry import POLICIES, make_policy
 from scrapy_echo.sim.ceiling import ceiling, hindsight_estimates
 from scrapy_echo.sim.engine import Replay, SimSettings, simulate
+from scrapy_echo.sim.freshness import freshness
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.rates import rate_errors
 from scrapy_echo.sim.results import Score, score, upper_bound
@@ -149,6 +150,8 @@ def cmd_rates(args: argparse.Namespace) -> int:
 
 def _run_one(trace: Trace, name: str, rate: float, args: argparse.Namespace, bound: float) -> Score:
     replay = _replay(trace, name, rate, args)
+    if args.refresh_share > 0:
+        print(f"{name} @ {rate:g}/s: {freshness(trace, replay).text()}")
     return score(trace, replay, bound=bound, window=args.window, half_life=_half_life(args))
 
 
@@ -165,6 +168,7 @@ def _replay(trace: Trace, name: str, rate: float, args: argparse.Namespace) -> R
         clicks_before_crawl=not args.search_log,
         clicks=not args.no_clicks,
         signals=not args.no_signals,
+        refresh_share=args.refresh_share,
     )
     started = time.monotonic()
     bar = _Progress(f"{name} @ {rate:g}/s")
@@ -366,6 +370,12 @@ def _parser() -> argparse.ArgumentParser:
             action="store_true",
             help="the crawler gets none of the trace's change-indicating signals "
             "(signals.csv); default: each as its time comes",
+        )
+        p.add_argument(
+            "--refresh-share",
+            type=float,
+            default=0.0,
+            help="the refresh lane's share of the budget, as ECHO_REFRESH_SHARE (0: none)",
         )
         p.add_argument(
             "--half-life",

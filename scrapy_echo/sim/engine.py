@@ -17,14 +17,18 @@ the first crawl all it shows: the core takes the same new pages from either. Wit
 reports the newest link still shown from before, if any, so that the core tells a hub that
 overflowed from one that did not (docs/how-it-works.rst, "Hubs that show only their latest
 links"), and a source whose listing is dated (``sources.csv``'s ``dated``) states each link's
-publication time, the page's ``created``.
+publication time, the page's ``created``. With a refresh lane (``refresh_share``), a page's
+content digest is how many of its updates (``updates.csv``) came before the fetch, and a slot
+the lane takes refetches a page instead of asking the policy.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -62,6 +66,10 @@ class SimSettings:
     failure_backoff: float = 60.0  # (sources never fail in a replay)
     failure_backoff_max: float = 6 * 3600.0
     source_max_failures: int = 10
+    # The refresh lane's share of the budget (0: none, the paper) and what a click on a
+    # stale copy loses (ECHO_REFRESH_SHARE, ECHO_REFRESH_STALE_COST).
+    refresh_share: float = 0.0
+    refresh_stale_cost: float = 1.0
     backlog: str = "skip"  # a replay starts with empty sources: nothing listed is old
     min_interval: float = 0.0  # seconds; bounds of every source's interval (echo-newpages)
     max_interval: float = math.inf
@@ -104,6 +112,7 @@ class Replay:
     omega: list[tuple[float, float]] = field(default_factory=list)  # (time, ω) per re-solve
     crawls_per_source: list[int] = field(default_factory=list)
     core: CrawlCore | None = field(default=None, compare=False, repr=False)  # its final state
+    refetches: list[tuple[int, float]] = field(default_factory=list)  # (page, when), in order
 
 
 def simulate(
@@ -138,6 +147,8 @@ def simulate(
     next_push = settings.click_push_period
     report_every = max(1, slots // 200)
     signals = _Signals(trace if settings.signals else None)
+    refreshing = core.refreshing
+    versions = _Versions(trace)
     for k in range(slots):
         now = k * slot
         if now >= signals.next_at:
@@ -151,6 +162,23 @@ def simulate(
             replay.solves += 1
             replay.omega.append((now, plan.omega))
             next_resolve += settings.resolve_interval
+        if refreshing:
+            key = core.next_refresh(now)
+            if key is not None:
+                page = page_ids[key]
+                source = state.refresh.source_of(key)
+                replay.refetches.append((page, now))
+                core.apply(
+                    PageFetched(
+                        page_urls[page],
+                        source_urls[source or 0],
+                        created[page],
+                        now,
+                        digest=versions.digest(page, now),
+                        refresh=True,
+                    )
+                )
+                continue
         decision = core.choose(now)
         if decision is None:
             replay.idle_slots += 1
@@ -160,7 +188,10 @@ def simulate(
             replay.page_crawls += 1
             replay.crawled[page] = now
             source_url = source_urls[waiting.source]
-            core.apply(PageFetched(page_urls[page], source_url, waiting.appeared, now))
+            digest = versions.digest(page, now) if refreshing else None
+            core.apply(
+                PageFetched(page_urls[page], source_url, waiting.appeared, now, digest=digest)
+            )
         else:
             source = decision.source
             replay.source_crawls += 1
@@ -206,6 +237,21 @@ def _push_clicks(
         ts = [x for x, keep in zip(ts, logged, strict=True) if keep]
         counts = [x for x, keep in zip(counts, logged, strict=True) if keep]
     core.add_clicks([page_urls[page] for page in pages], ts, counts, count_matched=False)
+
+
+class _Versions:
+    """Each page's content version at a time: how many of its updates came by then."""
+
+    def __init__(self, trace: Trace) -> None:
+        pages, ts = trace.update_page, trace.update_ts
+        bounds = np.searchsorted(pages, np.arange(trace.n_pages + 1)).tolist()
+        times = ts.tolist()
+        self._times = {
+            page: times[lo:hi] for page, (lo, hi) in enumerate(pairwise(bounds)) if hi > lo
+        }
+
+    def digest(self, page: int, now: float) -> str:
+        return str(bisect_right(self._times.get(page, ()), now))
 
 
 class _Signals:

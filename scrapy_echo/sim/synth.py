@@ -71,6 +71,15 @@ class SynthParams:
     # Sources whose listings state each link's publication time (a feed's pubDate, a <time>
     # on each teaser): sources.csv's ``dated``. The default writes none.
     dated_share: float = 0.0
+    # Pages that change after publication (updates.csv): on each site a share of its pages
+    # (``update_share`` on average, drawn per site between none and twice that) change as a
+    # Poisson process over their first ``update_days``, every ``update_hours`` on average
+    # (lognormal across sites, spread ``update_sigma``): corrections are rare, live blogs
+    # change hourly. Nothing else in the trace depends on them.
+    update_share: float = 0.2
+    update_hours: float = 6.0
+    update_sigma: float = 1.0
+    update_days: float = 2.0
     click_bin: float = 1200.0
     # Change-indicating signals (signals.csv; docs/trace-format.rst): each new link on a source
     # signals with probability signal_recall, signal_delay seconds late on average
@@ -88,11 +97,15 @@ class SynthParams:
         positive = (
             *("sources", "days", "new_pages_per_second", "rate_sigma", "profit_median"),
             *("page_noise_shape", "listing_items", "sources_per_site", "click_bin"),
+            "update_hours",
         )
         for name in positive:
             if not getattr(self, name) > 0:
                 raise ValueError(f"SynthParams.{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("profit_sigma", "low_quality_factor", "signal_noise_per_day", "signal_delay"):
+        for name in (
+            *("profit_sigma", "low_quality_factor", "signal_noise_per_day", "signal_delay"),
+            *("update_sigma", "update_days"),
+        ):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"SynthParams.{name} must be >= 0, got {getattr(self, name)!r}")
         for name in ("news_half_life_hours", "blog_half_life_hours"):
@@ -106,7 +119,7 @@ class SynthParams:
             )
         shares = (
             *("news_share", "low_quality_share", "listing_share", "cross_link_share"),
-            *("mirror_share", "signal_recall", "dated_share"),
+            *("mirror_share", "signal_recall", "dated_share", "update_share"),
         )
         for name in shares:
             if not 0 <= getattr(self, name) <= 1:
@@ -200,6 +213,7 @@ def synthesize(params: SynthParams | None = None) -> Trace:
         # (a random stream of its own: the rest of the trace is the same however many)
         source_dated=np.random.default_rng([p.seed, 4]).random(n) < p.dated_share,
         **_signals(p, link_source, link_appeared, duration),
+        **_updates(p, site[source], created, duration),
     )
 
 
@@ -219,6 +233,26 @@ def _mirrors(
     pages, mirror = pages[mirror < p.sources], mirror[mirror < p.sources]
     appeared = np.minimum(created[pages] + rng.uniform(0, 1800, pages.size), duration)
     return mirror.astype(np.intp), pages.astype(np.intp), appeared
+
+
+def _updates(
+    p: SynthParams, page_site: IntArray, created: FloatArray, duration: float
+) -> dict[str, Any]:
+    """When pages change after publication (see :class:`SynthParams`), from a random stream
+    of their own."""
+    rng = np.random.default_rng([p.seed, 5])
+    sites = int(page_site.max()) + 1 if page_site.size else 0
+    share = rng.uniform(0.0, min(1.0, 2.0 * p.update_share), sites)
+    period = p.update_hours * 3600.0 * rng.lognormal(0.0, p.update_sigma, sites)
+    live = np.flatnonzero(rng.random(page_site.size) < share[page_site])
+    span = p.update_days * DAY
+    count = rng.poisson(span / period[page_site[live]])
+    pages = np.repeat(live, count)
+    ts = created[pages] + rng.uniform(0.0, span, pages.size)
+    kept = ts <= duration
+    pages, ts = pages[kept].astype(np.intp), ts[kept]
+    order = np.lexsort((ts, pages))
+    return {"update_page": pages[order], "update_ts": ts[order]}
 
 
 def _signals(

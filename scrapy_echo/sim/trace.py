@@ -12,6 +12,8 @@ A trace is a directory (docs/trace-format.rst):
 - ``signals.csv`` (optional): ``source_id,ts``, a change-indicating signal naming a source (a
   ping, a sitemap's ``lastmod``, a feed's ``updated``): noisy, it may come without a new link
   and a new link may come without one
+- ``updates.csv`` (optional): ``page_url,ts``, the page's content changed at ``ts`` (a
+  correction, a live blog's new entry): a copy fetched before is stale from then on
 - ``meta.json``: ``{"duration": seconds}``, optional ``name``, ``description``, ``warmup``
 
 Any CSV may be gzip-compressed (``NAME.csv.gz``). Every value is checked on load; an error
@@ -73,6 +75,9 @@ class Trace:
     # listing states each link's publication time (the page's ``created``).
     source_shows: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     source_dated: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    # When pages changed after they appeared, sorted by page, then time.
+    update_page: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    update_ts: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def dated(self, source: int) -> bool:
         return bool(self.source_dated.size) and bool(self.source_dated[source])
@@ -95,6 +100,7 @@ class Trace:
             "days": round(self.duration / 86400, 2),
             "new pages per second": round(float(created.sum()) / self.duration, 4),
             "signals": int(self.signal_ts.size),
+            "updates": int(self.update_ts.size),
         }
 
 
@@ -182,6 +188,7 @@ def load_trace(path: str | Path) -> Trace:
         click_count.append(count)
     order = np.argsort(np.array(click_ts, dtype=np.float64), kind="stable")
     signal_source, signal_ts = _load_signals(root, index, duration)
+    update_page, update_ts = _load_updates(root, pages, created, duration)
     return Trace(
         duration=duration,
         warmup=meta["warmup"],
@@ -204,6 +211,8 @@ def load_trace(path: str | Path) -> Trace:
         signal_ts=signal_ts,
         source_shows=shows_array if shows_array.any() else np.zeros(0, dtype=np.intp),
         source_dated=np.array(dated) if any(dated) else np.zeros(0, dtype=bool),
+        update_page=update_page,
+        update_ts=update_ts,
     )
 
 
@@ -246,6 +255,30 @@ def _load_signals(
     ts_array = np.array(times, dtype=np.float64)
     order = np.argsort(ts_array, kind="stable")
     return np.array(sources, dtype=np.intp)[order], ts_array[order]
+
+
+def _load_updates(
+    root: Path, pages: dict[str, int], created: FloatArray, duration: float
+) -> tuple[IntArray, FloatArray]:
+    """The optional ``updates.csv``, sorted by page, then time; updates of pages no link
+    points to are skipped (nothing to refetch)."""
+    if _find(root, "updates", required=False) is None:
+        return np.zeros(0, dtype=np.intp), np.zeros(0)
+    page_ids: list[int] = []
+    times: list[float] = []
+    for row in _rows(root, "updates", ("page_url", "ts")):
+        page = pages.get(row.text("page_url"))
+        ts = row.time("ts", duration)
+        if page is None:
+            continue
+        if ts < created[page]:
+            raise row.error("ts", f"{ts!r} is before the page was created ({created[page]!r})")
+        page_ids.append(page)
+        times.append(ts)
+    page_array = np.array(page_ids, dtype=np.intp)
+    ts_array = np.array(times, dtype=np.float64)
+    order = np.lexsort((ts_array, page_array))
+    return page_array[order], ts_array[order]
 
 
 def write_trace(trace: Trace, path: str | Path, *, compress: bool = False) -> None:
@@ -306,6 +339,14 @@ def write_trace(trace: Trace, path: str | Path, *, compress: bool = False) -> No
             )
     else:  # (a trace without signals written over one with them)
         for path in stale:
+            path.unlink(missing_ok=True)
+    if trace.update_ts.size:
+        with _writer(root, "updates", compress) as out:
+            out.writerow(["page_url", "ts"])
+            pairs = zip(trace.update_page.tolist(), trace.update_ts.tolist(), strict=True)
+            out.writerows([urls[p], repr(t)] for p, t in pairs)
+    else:
+        for path in (root / "updates.csv", root / "updates.csv.gz"):
             path.unlink(missing_ok=True)
 
 

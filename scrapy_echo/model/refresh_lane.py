@@ -1,0 +1,209 @@
+"""The refresh lane: which fetched pages to fetch again, and when (docs/how-it-works.rst,
+"Refreshing pages that change").
+
+A page fetched at ``t`` is stale once it changes (a correction, a live blog's update), at a
+rate ``1/Δ`` learned per group (a host: pages of a site are edited alike) from refetches that
+found it changed or not (content digest or ETag), with seed 003's pseudo-observations as the
+prior (:class:`~scrapy_echo.model.change_book.ChangeBook`, the prior fitted to all groups).
+Its refresh is worth seed 003's cost trade with ECHO's prices: a crawl costs ``C_c = ω``
+(ECHO's value of a crawl, in clicks), and a stale page costs ``C_s = stale_cost × P μ
+e^{-μ·age}``, the clicks per second it still draws served stale. So each page is refetched
+every ``t* = g⁻¹(C_c / (C_s Δ)) Δ``, and never once ``C_c ≥ C_s Δ``: as the page ages its
+clicks fade, its interval grows, and it leaves the lane. If the refreshes would take more
+than the lane's share of the budget, ``C_c`` is raised until they fit. A group's rate is taken
+at its posterior mean plus one standard deviation: optimism, so that the lane learns.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from scrapy_echo.model.change_book import ChangeBook
+from scrapy_echo.model.curves import FloatArray, g_inv
+
+_BISECTIONS = 60
+
+
+@dataclass
+class Tracked:
+    """A fetched page the lane may refetch."""
+
+    group: int
+    source: int
+    appeared: float
+    fetched: float  # its last fetch
+    digest: str | None
+    interval: float = math.inf  # seconds between refetches, as last planned (inf: none)
+
+
+class RefreshLane:
+    """Fetched pages, their groups' change rates, and a heap of when each is due.
+
+    ``share``: the most of the crawl budget refetches may take; ``stale_cost``: what a click
+    on a stale copy loses (1: the whole click); ``max_pages``: pages tracked at most (the
+    oldest go first)."""
+
+    def __init__(self, *, share: float, stale_cost: float = 1.0, max_pages: int = 100_000) -> None:
+        if not 0 <= share < 1:
+            raise ValueError(f"share must be in [0, 1), got {share!r}")
+        if not (math.isfinite(stale_cost) and stale_cost > 0):
+            raise ValueError(f"stale_cost must be a finite number > 0, got {stale_cost!r}")
+        if max_pages < 1:
+            raise ValueError(f"max_pages must be >= 1, got {max_pages!r}")
+        self.share, self.stale_cost, self.max_pages = share, stale_cost, max_pages
+        self.book = ChangeBook()
+        self.pages: dict[Hashable, Tracked] = {}  # insertion order: oldest first
+        self._due: list[tuple[float, int, Hashable]] = []
+        self._ticket = 0  # heap tiebreak: pages need not be comparable
+        self.refetches = 0
+        self.changes = 0  # refetches that found the page changed
+
+    @property
+    def enabled(self) -> bool:
+        return self.share > 0
+
+    def fetched(
+        self, page: Hashable, *, group: int, source: int, appeared: float, t: float,
+        digest: str | None,
+    ) -> None:  # fmt: skip
+        """A page was fetched (first or again) at ``t`` with content ``digest``."""
+        if not self.enabled:
+            return
+        known = self.pages.get(page)
+        if known is None:
+            self.pages[page] = Tracked(group, source, appeared, t, digest)
+            if len(self.pages) > self.max_pages:
+                del self.pages[next(iter(self.pages))]
+            return
+        if digest is not None and known.digest is not None and t > known.fetched:
+            changed = digest != known.digest
+            self.book.observe(known.group, t - known.fetched, changed)
+            self.changes += changed
+        self.refetches += 1
+        known.fetched, known.digest = t, digest if digest is not None else known.digest
+        self._push(page, known)
+
+    def plan(
+        self, now: float, *, omega: float, budget: float, profit: FloatArray, decay: FloatArray
+    ) -> float:
+        """Each tracked page's interval from its group's change rate and its source's ``P, μ``
+        (per source, as the plan's estimates); returns the refetches per second planned."""
+        if not self.enabled or not self.pages:
+            return 0.0
+        self.book.grow(max(t.group for t in self.pages.values()) + 1)
+        if self.book.groups >= 10:
+            fitted = self.book.fit_prior()
+            if fitted is not None:
+                self.book.prior = fitted
+        estimate = self.book.rates()
+        # Optimism, as for P: the rate at its posterior mean plus one standard deviation
+        # (Gamma(I + 1, I/λ̂), scrapy_echo.model.refresh), so a group is refetched enough to
+        # learn whether its pages change, until its refetches say how often.
+        shape = estimate.information + 1.0
+        rate = estimate.rate * (shape + np.sqrt(shape)) / np.maximum(estimate.information, 0.5)
+        pages = list(self.pages)
+        tracked = [self.pages[p] for p in pages]
+        sources = np.array([t.source for t in tracked], dtype=np.intp)
+        inside = sources < profit.size
+        age = now - np.array([t.appeared for t in tracked])
+        mu = np.where(inside, decay[np.minimum(sources, decay.size - 1)], 0.0)
+        p = np.where(inside, profit[np.minimum(sources, profit.size - 1)], 0.0)
+        stale = self.stale_cost * np.nan_to_num(p * mu * np.exp(-mu * np.maximum(age, 0.0)))
+        delta = 1.0 / np.maximum(rate[[t.group for t in tracked]], 1e-300)
+        intervals = _intervals(max(omega, 1e-300), stale, delta)
+        cap = self.share * budget
+        if np.sum(1.0 / intervals) > cap:
+            intervals = _fit_to(cap, max(omega, 1e-300), stale, delta)
+        for page, t, interval in zip(pages, tracked, intervals.tolist(), strict=True):
+            if math.isinf(interval):  # its clicks no longer pay for a refetch: it leaves
+                del self.pages[page]
+            elif interval != t.interval:
+                t.interval = interval
+                self._push(page, t)
+        return float(np.sum(1.0 / intervals))
+
+    def due(self, now: float) -> Hashable | None:
+        """A page due for a refetch by ``now`` (the most overdue), taken off the heap."""
+        heap = self._due
+        while heap and heap[0][0] <= now:
+            when, _, page = heapq.heappop(heap)
+            tracked = self.pages.get(page)
+            if tracked is not None and when == tracked.fetched + tracked.interval:
+                return page
+        return None
+
+    def _push(self, page: Hashable, tracked: Tracked) -> None:
+        if math.isfinite(tracked.interval):
+            self._ticket += 1
+            heapq.heappush(self._due, (tracked.fetched + tracked.interval, self._ticket, page))
+
+    def source_of(self, page: Hashable) -> int | None:
+        tracked = self.pages.get(page)
+        return None if tracked is None else tracked.source
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "share": self.share,
+            "stale_cost": self.stale_cost,
+            "max_pages": self.max_pages,
+            "book": self.book.to_data(),
+            "pages": [
+                [page, t.group, t.source, t.appeared, t.fetched, t.digest, t.interval]
+                for page, t in self.pages.items()
+            ],
+            "refetches": self.refetches,
+            "changes": self.changes,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> RefreshLane:
+        """From :meth:`to_data`; ``ValueError``, ``KeyError`` or ``TypeError`` if it is not."""
+        out = cls(
+            share=float(data["share"]),
+            stale_cost=float(data["stale_cost"]),
+            max_pages=int(data["max_pages"]),
+        )
+        out.book = ChangeBook.from_data(data["book"])
+        for page, group, source, appeared, fetched, digest, interval in data["pages"]:
+            tracked = Tracked(
+                int(group), int(source), float(appeared), float(fetched),
+                None if digest is None else str(digest), float(interval),
+            )  # fmt: skip
+            out.pages[page] = tracked
+            out._push(page, tracked)
+        out.refetches, out.changes = int(data["refetches"]), int(data["changes"])
+        return out
+
+
+def _intervals(crawl_cost: float, stale: FloatArray, delta: FloatArray) -> FloatArray:
+    """Seed 003's cost-optimal interval ``g⁻¹(C_c/(C_s Δ)) Δ``; inf where never worth it."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(stale > 0, crawl_cost / (stale * delta), np.inf)
+    ratio = np.full(z.shape, np.inf)
+    worth = z < 1.0
+    ratio[worth] = g_inv(z[worth])
+    return np.asarray(ratio * delta, dtype=np.float64)
+
+
+def _fit_to(cap: float, crawl_cost: float, stale: FloatArray, delta: FloatArray) -> FloatArray:
+    """The intervals at the least crawl cost above ``crawl_cost`` whose refetches per second
+    are at most ``cap``: bisection on its log (the rate falls as the cost rises)."""
+    low, high = math.log(crawl_cost), math.log(crawl_cost)
+    while np.sum(1.0 / _intervals(math.exp(high), stale, delta)) > cap:
+        high += math.log(4.0)
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (low + high)
+        if np.sum(1.0 / _intervals(math.exp(mid), stale, delta)) > cap:
+            low = mid
+        else:
+            high = mid
+    return _intervals(math.exp(high), stale, delta)
+
+
+__all__ = ["RefreshLane", "Tracked"]
