@@ -126,6 +126,11 @@ class EchoRuntime:
             stats.set_value("echo/solver/kept", int(plan.kept.sum()))
             stats.set_value("echo/solver/crawl_rate", budget)
             stats.set_value("echo/solver/plain_share", plain_share)
+            if self.core.refreshing:
+                lane = self.state.refresh
+                stats.set_value("echo/refresh/pages", len(lane.pages))
+                stats.set_value("echo/refresh/planned_rate", lane.planned_rate)
+                stats.set_value("echo/refresh/changes", lane.changes)
             trusted = getattr(self.policy, "trusted_signals", None)
             if trusted is not None and self.state.signals.received:
                 stats.set_value("echo/signals/trusted_sources", trusted())

@@ -262,12 +262,43 @@ class EchoScheduler(EchoComponent):
             request = self._serve_plain()
             if request is not None:
                 return request
-        request = self.next_echo_request(now)
+        request = self._refresh_request(now)
+        if request is None:
+            request = self.next_echo_request(now)
         if request is not None:
             self._echo_served += 1
             self.runtime.lanes.add(now, plain=False)
             return request
         return self._serve_plain() if self.plain else None
+
+    def _refresh_request(self, now: float) -> Request | None:
+        """A fetched page due for a refetch by the refresh lane (docs/how-it-works.rst,
+        "Refreshing pages that change"), to the page callback with ``echo_refresh`` set."""
+        core = self.runtime.core
+        page = core.next_refresh(now)
+        if page is None:
+            return None
+        tracked = self.state.refresh.pages[page]
+        echo = {
+            "kind": "refresh",
+            "page": tracked.url,
+            "source_url": self.state.sources[tracked.source].url,
+            "appeared": tracked.appeared,
+        }
+        request = Request(
+            tracked.url,
+            callback=self.runtime.page_callback(),
+            dont_filter=True,  # fetched before: Scrapy's own filter would drop it
+            meta={"echo": echo, "echo_refresh": True},
+        )
+        if self.runtime.config.politeness:
+            key = self.politeness.slot_key(request)
+            if not self._slot_free(key):
+                core.refresh_put_back(page, now + self.politeness.wait(key))
+                self.inc_stat("echo/scheduler/refresh_put_back")
+                return None
+        self.inc_stat("echo/scheduler/dequeued/refresh")
+        return request
 
     def _serve_plain(self) -> Request | None:
         """The first plain request (of the first few) whose download slot is free."""

@@ -42,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_PLAIN_SHARE": 0.5,  # share of slots for the spider's own requests while ECHO has work
     "ECHO_REFRESH_SHARE": 0.05,  # most of the budget spent refetching pages that may have changed
     "ECHO_REFRESH_STALE_COST": 1.0,  # what a click on a stale copy loses (1: the whole click)
+    "ECHO_REFRESH_PRIOR_PERIOD": 207_000.0,  # s between a page's changes before any refetch
     "ECHO_FAILURE_BACKOFF": 60.0,  # s a failing source waits, doubled per failure in a row
     "ECHO_FAILURE_BACKOFF_MAX": 6 * 3600.0,
     "ECHO_SOURCE_MAX_FAILURES": 10,  # failures in a row that retire a source
@@ -93,6 +94,7 @@ class EchoConfig:
     plain_share: float
     refresh_share: float
     refresh_stale_cost: float
+    refresh_prior_period: float
     failure_backoff: float
     failure_backoff_max: float
     source_max_failures: int
@@ -155,6 +157,7 @@ class EchoConfig:
             plain_share=get.number("ECHO_PLAIN_SHARE", at_least=0.0, at_most=1.0),
             refresh_share=get.number("ECHO_REFRESH_SHARE", at_least=0.0, at_most=0.5),
             refresh_stale_cost=get.number("ECHO_REFRESH_STALE_COST"),
+            refresh_prior_period=get.number("ECHO_REFRESH_PRIOR_PERIOD"),
             failure_backoff=backoff,
             failure_backoff_max=get.number("ECHO_FAILURE_BACKOFF_MAX", at_least=backoff),
             source_max_failures=get.integer("ECHO_SOURCE_MAX_FAILURES"),

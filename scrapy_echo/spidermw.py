@@ -15,6 +15,7 @@ middlewares (depth, referer, URL length) like the spider's requests do.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -70,7 +71,7 @@ class EchoSpiderMiddleware(EchoComponent):
             return []
         if echo.get("kind") == "source":
             return self._source_response(response, echo)
-        if echo.get("kind") == "page":
+        if echo.get("kind") in ("page", "refresh"):
             self._page_response(response, echo)
         return []
 
@@ -146,15 +147,28 @@ class EchoSpiderMiddleware(EchoComponent):
         aliases = page_aliases(response, str(echo["page"]))
         if aliases:
             self.inc_stat("echo/pages/aliases", len(aliases))
+        refresh = echo.get("kind") == "refresh"
         event = PageFetched(
             str(echo["page"]),
             str(source_url),
             appeared,
             float(echo.get("fetched", self.runtime.clock())),
             aliases,
+            content_digest(response),
+            refresh,
         )
         self.runtime.observe(event)
-        self.inc_stat("echo/pages/crawled")
+        self.inc_stat("echo/pages/refreshed" if refresh else "echo/pages/crawled")
+
+
+def content_digest(response: Response) -> str:
+    """What tells whether a page changed between two fetches: its ``ETag`` if it sends one,
+    else a digest of its body (a page that embeds the time or rotating ads changes at every
+    fetch: the refresh lane then learns that its site always changes)."""
+    etag = response.headers.get(b"ETag")
+    if etag:
+        return "etag:" + etag.decode("latin-1")[:200]
+    return hashlib.blake2b(response.body, digest_size=8).hexdigest()
 
 
 def page_aliases(response: Response, page: str) -> tuple[str, ...]:

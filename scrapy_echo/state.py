@@ -83,6 +83,8 @@ class StateConfig(Protocol):
     def refresh_share(self) -> float: ...
     @property
     def refresh_stale_cost(self) -> float: ...
+    @property
+    def refresh_prior_period(self) -> float: ...
 
 
 @dataclass
@@ -142,7 +144,11 @@ class CrawlState:
         self.overlap = OverlapBook()  # which sources list the same pages
         self.overflow = OverflowWatch()  # which crawls found a hub overflowed
         # Fetched pages to fetch again when they may have changed (docs/how-it-works.rst)
-        self.refresh = RefreshLane(share=cfg.refresh_share, stale_cost=cfg.refresh_stale_cost)
+        self.refresh = RefreshLane(
+            share=cfg.refresh_share,
+            stale_cost=cfg.refresh_stale_cost,
+            prior_period=cfg.refresh_prior_period,
+        )
 
     # -- sources --------------------------------------------------------------------------
     @property

@@ -32,6 +32,7 @@ class Section:
     profit: float = 1.0  # expected clicks per article, in all
     decay: float = 0.2  # 1/s
     times: tuple[float, ...] | None = None  # s after the start of each article, if not periodic
+    edits: float | None = None  # s between edits of each article after it appears (None: never)
 
 
 class LocalNewsSite:
@@ -267,12 +268,15 @@ def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
                 return
             with site.lock:
                 site.first_fetch.setdefault(path, time.time())
-            born = datetime.fromtimestamp(site.published_at(name, index), timezone.utc)
+            published = site.published_at(name, index)
+            born = datetime.fromtimestamp(published, timezone.utc)
+            edits = site.sections[name].edits
+            version = 0 if edits is None else math.floor((time.time() - published) / edits)
             self._send(
                 200,
                 '<html><head><meta property="article:published_time" '
                 f'content="{born.isoformat()}"></head><body><h1>{name} {index}</h1>'
-                f'<a href="/s/{name}/">back</a></body></html>',
+                f'<p>version {version}</p><a href="/s/{name}/">back</a></body></html>',
             )
 
         def _send(

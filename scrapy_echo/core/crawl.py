@@ -86,6 +86,8 @@ class CrawlCore:
         self.state = CrawlState(config) if state is None else state
         self.solves = 0
         self._refresh_asks = self._refresh_served = 0  # the refresh lane's slots
+        # False where nothing would send the lane's requests (a distributed planner).
+        self.refresh_allowed = True
         self._host_of: list[int] = []  # per source, its host's index in _hosts
         self._hosts: dict[str, int] = {}
         self._host_weights: list[float] = []  # per host, its weight (site_weights)
@@ -112,6 +114,7 @@ class CrawlCore:
             if self.refreshing:
                 state.refresh.fetched(
                     state.page_key(event.url),
+                    url=event.url,
                     group=self._host_indices()[source],
                     source=source,
                     appeared=event.appeared,
@@ -158,7 +161,7 @@ class CrawlCore:
     @property
     def refreshing(self) -> bool:
         """Whether the refresh lane runs: the policy refreshes and the lane has a share."""
-        return self.policy.refreshes and self.state.refresh.enabled
+        return self.refresh_allowed and self.policy.refreshes and self.state.refresh.enabled
 
     def next_refresh(self, now: float) -> str | None:
         """A fetched page (its key, a clean URL) to fetch again now, if one is due and the
@@ -174,6 +177,11 @@ class CrawlCore:
         if page is not None:
             self._refresh_served += 1
         return None if page is None else str(page)
+
+    def refresh_put_back(self, page: str, when: float) -> None:
+        """A page :meth:`next_refresh` gave could not leave now: due again at ``when``."""
+        self._refresh_served -= 1
+        self.state.refresh.put_back(page, when)
 
     def source_signalled(self, source: int, t: float) -> None:
         """A change-indicating signal named ``source`` at ``t`` (docs/how-it-works.rst,

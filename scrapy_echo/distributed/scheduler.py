@@ -111,6 +111,8 @@ class DistributedScheduler(EchoComponent):
         runtime.transport = self._send_event
         runtime.on_done = self._done
         runtime.holds_state = False
+        # The planner hands out the policy's requests only: no refresh lane across workers.
+        runtime.core.refresh_allowed = False
 
     # -- BaseScheduler ---------------------------------------------------------------------
     @property

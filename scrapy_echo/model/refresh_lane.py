@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from scrapy_echo.model.change_book import ChangeBook
+from scrapy_echo.model.change_rates import DEFAULT_PRIOR, PseudoObservations
 from scrapy_echo.model.curves import FloatArray, g_inv
 
 _BISECTIONS = 60
@@ -34,34 +35,52 @@ _BISECTIONS = 60
 class Tracked:
     """A fetched page the lane may refetch."""
 
+    url: str  # as fetched (the page's key folds http into https)
     group: int
     source: int
     appeared: float
     fetched: float  # its last fetch
     digest: str | None
     interval: float = math.inf  # seconds between refetches, as last planned (inf: none)
+    due: float = math.inf  # when its refetch is due (its entry in the heap)
 
 
 class RefreshLane:
     """Fetched pages, their groups' change rates, and a heap of when each is due.
 
     ``share``: the most of the crawl budget refetches may take; ``stale_cost``: what a click
-    on a stale copy loses (1: the whole click); ``max_pages``: pages tracked at most (the
+    on a stale copy loses (1: the whole click); ``prior_period``: the mean seconds between
+    changes the prior stands for before any refetch (seed 003's pseudo-observations, a change
+    after 1 h and none after 57 h: 57.5 h), scaled; ``max_pages``: pages tracked at most (the
     oldest go first)."""
 
-    def __init__(self, *, share: float, stale_cost: float = 1.0, max_pages: int = 100_000) -> None:
+    def __init__(
+        self,
+        *,
+        share: float,
+        stale_cost: float = 1.0,
+        prior_period: float = 1.0 / DEFAULT_PRIOR.rate(),
+        max_pages: int = 100_000,
+    ) -> None:
         if not 0 <= share < 1:
             raise ValueError(f"share must be in [0, 1), got {share!r}")
         if not (math.isfinite(stale_cost) and stale_cost > 0):
             raise ValueError(f"stale_cost must be a finite number > 0, got {stale_cost!r}")
+        if not (math.isfinite(prior_period) and prior_period > 0):
+            raise ValueError(f"prior_period must be a finite number > 0, got {prior_period!r}")
         if max_pages < 1:
             raise ValueError(f"max_pages must be >= 1, got {max_pages!r}")
         self.share, self.stale_cost, self.max_pages = share, stale_cost, max_pages
-        self.book = ChangeBook()
+        scale = prior_period * DEFAULT_PRIOR.rate()
+        self.prior_period = prior_period
+        self.book = ChangeBook(
+            prior=PseudoObservations(DEFAULT_PRIOR.changed * scale, DEFAULT_PRIOR.unchanged * scale)
+        )
         self.pages: dict[Hashable, Tracked] = {}  # insertion order: oldest first
         self._due: list[tuple[float, int, Hashable]] = []
         self._ticket = 0  # heap tiebreak: pages need not be comparable
         self.refetches = 0
+        self.planned_rate = 0.0  # refetches per second the last plan asked for
         self.changes = 0  # refetches that found the page changed
 
     @property
@@ -69,7 +88,7 @@ class RefreshLane:
         return self.share > 0
 
     def fetched(
-        self, page: Hashable, *, group: int, source: int, appeared: float, t: float,
+        self, page: Hashable, *, url: str, group: int, source: int, appeared: float, t: float,
         digest: str | None,
     ) -> None:  # fmt: skip
         """A page was fetched (first or again) at ``t`` with content ``digest``."""
@@ -77,7 +96,7 @@ class RefreshLane:
             return
         known = self.pages.get(page)
         if known is None:
-            self.pages[page] = Tracked(group, source, appeared, t, digest)
+            self.pages[page] = Tracked(url, group, source, appeared, t, digest)
             if len(self.pages) > self.max_pages:
                 del self.pages[next(iter(self.pages))]
             return
@@ -117,16 +136,22 @@ class RefreshLane:
         stale = self.stale_cost * np.nan_to_num(p * mu * np.exp(-mu * np.maximum(age, 0.0)))
         delta = 1.0 / np.maximum(rate[[t.group for t in tracked]], 1e-300)
         intervals = _intervals(max(omega, 1e-300), stale, delta)
+        # A page whose clicks no longer pay for a refetch at ECHO's price leaves: they only
+        # fade. One priced out by the lane's share stays, and may come back.
+        leaving = np.isinf(intervals).tolist()
         cap = self.share * budget
         if np.sum(1.0 / intervals) > cap:
             intervals = _fit_to(cap, max(omega, 1e-300), stale, delta)
-        for page, t, interval in zip(pages, tracked, intervals.tolist(), strict=True):
-            if math.isinf(interval):  # its clicks no longer pay for a refetch: it leaves
+        for page, t, interval, leaves in zip(
+            pages, tracked, intervals.tolist(), leaving, strict=True
+        ):
+            if leaves:
                 del self.pages[page]
             elif interval != t.interval:
                 t.interval = interval
                 self._push(page, t)
-        return float(np.sum(1.0 / intervals))
+        self.planned_rate = float(np.sum(1.0 / intervals))
+        return self.planned_rate
 
     def due(self, now: float) -> Hashable | None:
         """A page due for a refetch by ``now`` (the most overdue), taken off the heap."""
@@ -134,14 +159,23 @@ class RefreshLane:
         while heap and heap[0][0] <= now:
             when, _, page = heapq.heappop(heap)
             tracked = self.pages.get(page)
-            if tracked is not None and when == tracked.fetched + tracked.interval:
+            if tracked is not None and when == tracked.due:
+                tracked.due = math.inf  # taken: due again once refetched (or put back)
                 return page
         return None
 
-    def _push(self, page: Hashable, tracked: Tracked) -> None:
-        if math.isfinite(tracked.interval):
+    def put_back(self, page: Hashable, when: float) -> None:
+        """A page :meth:`due` gave that could not leave now: due again at ``when``."""
+        tracked = self.pages.get(page)
+        if tracked is not None:
+            self._push(page, tracked, when)
+
+    def _push(self, page: Hashable, tracked: Tracked, when: float | None = None) -> None:
+        due = tracked.fetched + tracked.interval if when is None else when
+        tracked.due = due
+        if math.isfinite(due):
             self._ticket += 1
-            heapq.heappush(self._due, (tracked.fetched + tracked.interval, self._ticket, page))
+            heapq.heappush(self._due, (due, self._ticket, page))
 
     def source_of(self, page: Hashable) -> int | None:
         tracked = self.pages.get(page)
@@ -151,10 +185,11 @@ class RefreshLane:
         return {
             "share": self.share,
             "stale_cost": self.stale_cost,
+            "prior_period": self.prior_period,
             "max_pages": self.max_pages,
             "book": self.book.to_data(),
             "pages": [
-                [page, t.group, t.source, t.appeared, t.fetched, t.digest, t.interval]
+                [page, t.url, t.group, t.source, t.appeared, t.fetched, t.digest, t.interval]
                 for page, t in self.pages.items()
             ],
             "refetches": self.refetches,
@@ -167,11 +202,13 @@ class RefreshLane:
         out = cls(
             share=float(data["share"]),
             stale_cost=float(data["stale_cost"]),
+            prior_period=float(data["prior_period"]),
             max_pages=int(data["max_pages"]),
         )
         out.book = ChangeBook.from_data(data["book"])
-        for page, group, source, appeared, fetched, digest, interval in data["pages"]:
+        for page, url, group, source, appeared, fetched, digest, interval in data["pages"]:
             tracked = Tracked(
+                str(url),
                 int(group), int(source), float(appeared), float(fetched),
                 None if digest is None else str(digest), float(interval),
             )  # fmt: skip

@@ -70,6 +70,7 @@ class SimSettings:
     # stale copy loses (ECHO_REFRESH_SHARE, ECHO_REFRESH_STALE_COST).
     refresh_share: float = 0.0
     refresh_stale_cost: float = 1.0
+    refresh_prior_period: float = 207_000.0  # s: seed 003's prior, 57.5 h
     backlog: str = "skip"  # a replay starts with empty sources: nothing listed is old
     min_interval: float = 0.0  # seconds; bounds of every source's interval (echo-newpages)
     max_interval: float = math.inf

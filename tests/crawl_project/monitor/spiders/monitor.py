@@ -25,6 +25,8 @@ class MonitorSpider(scrapy.Spider):
         yield
 
     def parse(self, response: scrapy.http.Response) -> Any:
+        if response.meta.get("echo_refresh"):  # the refresh lane's refetch of a page
+            self.crawler.stats.inc_value("monitor/refreshed")
         yield {"url": response.url, "title": response.css("h1::text").get()}
 
     def closed(self, reason: str) -> None:
@@ -33,7 +35,10 @@ class MonitorSpider(scrapy.Spider):
                 k: v
                 for k, v in self.crawler.stats.get_stats().items()
                 if k.startswith(
-                    ("echo/", "item_", "finish_reason", "downloader/response_status", "scheduler/")
+                    (
+                        *("echo/", "item_", "finish_reason", "downloader/response_status"),
+                        *("scheduler/", "monitor/"),
+                    )
                 )
             }
             stats["finish_reason"] = reason

@@ -1,0 +1,71 @@
+"""End to end: the refresh lane in a real ``scrapy crawl`` of two sites, one whose articles
+are edited every 4 seconds and one whose articles never change."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.crawling import crawl
+from tests.local_site import LocalNewsSite, Section
+from tests.test_crawl import FAST
+
+pytestmark = pytest.mark.slow
+
+
+def refetches(site: LocalNewsSite) -> int:
+    """Article fetches past each article's first."""
+    return sum(n - 1 for path, n in site.hits.items() if re.match(r"^/a/", path))
+
+
+def test_pages_that_change_are_refetched_and_the_callback_is_told(tmp_path) -> None:
+    live = LocalNewsSite({"live": Section(period=2.0, edits=4.0)}, host="127.0.0.31").start()
+    calm = LocalNewsSite({"calm": Section(period=2.0)}, host="127.0.0.32").start()
+    try:
+        run = crawl(
+            tmp_path,
+            {
+                **FAST,
+                "ECHO_SOURCES": f"{live.hub_url('live')},{calm.hub_url('calm')}",
+                "ECHO_CRAWL_RATE": 12,
+                "ECHO_DEFAULT_HALF_LIFE": 60,
+                "ECHO_REFRESH_SHARE": 0.3,
+                "ECHO_REFRESH_PRIOR_PERIOD": 20,  # (time runs fast: seconds for hours)
+                "CLOSESPIDER_TIMEOUT": 25,
+            },
+        )
+    finally:
+        live.stop()
+        calm.stop()
+    assert run.returncode == 0, run.log[-3000:]
+    refreshed = run.stats.get("echo/pages/refreshed", 0)
+    assert refreshed > 0 and run.stats["echo/scheduler/dequeued/refresh"] >= refreshed
+    # Every refetch reached the spider's page callback, flagged.
+    assert run.stats["monitor/refreshed"] == refreshed
+    assert refetches(live) + refetches(calm) == refreshed
+    # The lane learns which site changes: the edited one is refetched more, and found changed.
+    assert refetches(live) > 1.3 * max(1, refetches(calm)), (refetches(live), refetches(calm))
+    assert run.stats["echo/refresh/changes"] > 0
+    # New pages still come first: most articles were found and fetched.
+    published = live.published("live") + calm.published("calm")
+    assert run.stats["echo/pages/crawled"] >= 0.6 * published
+
+
+def test_no_refresh_share_means_no_refetch(tmp_path) -> None:
+    site = LocalNewsSite({"live": Section(period=0.5, edits=1.0)}, host="127.0.0.33").start()
+    try:
+        run = crawl(
+            tmp_path,
+            {
+                **FAST,
+                "ECHO_SOURCES": site.hub_url("live"),
+                "ECHO_CRAWL_RATE": 12,
+                "ECHO_REFRESH_SHARE": 0,
+                "CLOSESPIDER_TIMEOUT": 5,
+            },
+        )
+    finally:
+        site.stop()
+    assert run.returncode == 0, run.log[-3000:]
+    assert refetches(site) == 0 and "echo/pages/refreshed" not in run.stats

@@ -1,0 +1,103 @@
+"""The refresh lane: which fetched pages to fetch again, when, within its share."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from scrapy_echo.model.refresh_lane import RefreshLane
+from scrapy_echo.model.registry import make_policy
+from scrapy_echo.sim.engine import SimSettings, simulate
+from scrapy_echo.sim.freshness import freshness
+from scrapy_echo.sim.synth import SynthParams, synthesize
+
+PROFIT, DECAY = np.array([1.0, 1.0]), np.array([math.log(2) / 3600, math.log(2) / 3600])
+
+
+def lane_with_pages(n: int, *, share: float = 0.2, group: int = 0) -> RefreshLane:
+    lane = RefreshLane(share=share, prior_period=3600.0)
+    for i in range(n):
+        url = f"https://a.test/{group}/{i}"
+        lane.fetched(url, url=url, group=group, source=0, appeared=0.0, t=10.0, digest="v0")
+    return lane
+
+
+def test_pages_come_due_at_their_interval_and_refetches_feed_the_change_rates() -> None:
+    lane = lane_with_pages(3)
+    rate = lane.plan(100.0, omega=1e-3, budget=1.0, profit=PROFIT, decay=DECAY)
+    assert 0 < rate <= 0.2 + 1e-9
+    interval = next(iter(lane.pages.values())).interval
+    assert math.isfinite(interval) and interval > 0
+    assert lane.due(10.0 + 0.5 * interval) is None  # fetched at 10: not due yet
+    page = lane.due(10.0 + interval + 1.0)
+    assert page is not None and lane.pages[page].due == math.inf  # taken
+    lane.put_back(page, 10.0 + interval + 5.0)
+    others = {lane.due(10.0 + interval + 2.0) for _ in range(3)}
+    assert page not in others  # put back until later; the other two are due now
+    assert lane.due(10.0 + interval + 5.0) == page
+    lane.fetched(page, url=page, group=0, source=0, appeared=0.0, t=interval + 20.0, digest="v1")
+    assert lane.changes == 1 and lane.refetches == 1 and lane.book.changed_count()[0] == 1
+
+
+def test_the_share_caps_the_refetches_and_fading_pages_leave() -> None:
+    lane = lane_with_pages(500, share=0.05)
+    rate = lane.plan(100.0, omega=1e-6, budget=2.0, profit=PROFIT, decay=DECAY)
+    assert rate == pytest.approx(0.1, rel=1e-6)  # 5% of 2 crawls/s
+    intervals = [t.interval for t in lane.pages.values()]
+    assert sum(1 / t for t in intervals) == pytest.approx(0.1, rel=1e-6)
+    # A day later the pages' clicks have faded (half-life 1 h): no refetch pays, they leave.
+    lane.plan(86_400.0, omega=1e-3, budget=2.0, profit=PROFIT, decay=DECAY)
+    assert not lane.pages
+
+
+def test_a_group_seen_changing_is_refetched_more_often_than_one_seen_still() -> None:
+    lane = lane_with_pages(50, group=0)
+    other = lane_with_pages(50, group=1)
+    lane.pages.update(other.pages)
+    for k in range(40):  # refetches an hour apart: group 0 changed each time, group 1 never
+        for group in (0, 1):
+            url = f"https://a.test/{group}/{k}"
+            lane.fetched(url, url=url, group=group, source=0, appeared=0.0, t=3610.0,
+                         digest="v1" if group == 0 else "v0")  # fmt: skip
+    lane.plan(4000.0, omega=1e-4, budget=10.0, profit=PROFIT, decay=DECAY)
+    by_group = {g: [t.interval for t in lane.pages.values() if t.group == g] for g in (0, 1)}
+    assert np.median(by_group[0]) < np.median(by_group[1])
+
+
+def test_round_trip_and_bad_arguments() -> None:
+    lane = lane_with_pages(4)
+    lane.plan(100.0, omega=1e-3, budget=1.0, profit=PROFIT, decay=DECAY)
+    back = RefreshLane.from_data(lane.to_data())
+    assert back.pages == lane.pages and back.prior_period == 3600.0
+    assert back.due(1e9) is not None
+    off = RefreshLane(share=0.0)
+    off.fetched("p", url="p", group=0, source=0, appeared=0.0, t=1.0, digest="x")
+    assert not off.pages and off.plan(1.0, omega=1.0, budget=1.0, profit=PROFIT, decay=DECAY) == 0
+    bad: list[dict[str, float]] = [
+        {"share": 1.0},
+        {"share": 0.1, "stale_cost": 0.0},
+        {"share": 0.1, "prior_period": math.inf},
+        {"share": 0.1, "max_pages": 0},
+    ]
+    for arguments in bad:
+        with pytest.raises(ValueError):
+            RefreshLane(**arguments)  # type: ignore[arg-type]
+
+
+def test_in_a_replay_a_refresh_share_makes_copies_fresher() -> None:
+    trace = synthesize(SynthParams(sources=150, days=5, seed=4, update_share=0.5))
+    shares = {}
+    for share in (0.0, 0.1):
+        replay = simulate(
+            trace, make_policy("echo-newpages"), SimSettings(crawl_rate=0.03, refresh_share=share)
+        )
+        shares[share] = freshness(trace, replay)
+    assert shares[0.0].refetches == 0 and shares[0.1].refetches > 50
+    assert shares[0.1].changing_pages > shares[0.0].changing_pages + 0.03
+    # echo-paper never refetches, whatever the share.
+    paper = simulate(
+        trace, make_policy("echo-paper"), SimSettings(crawl_rate=0.03, refresh_share=0.1)
+    )
+    assert freshness(trace, paper).refetches == 0
