@@ -7,6 +7,7 @@ rule, so a typo stops the crawl at start instead of skewing it for hours.
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -38,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_DEFAULT_PROFIT": 1.0,  # expected clicks of a page from a source without click data
     "ECHO_DEFAULT_HALF_LIFE": 6 * 3600.0,  # s a page's value halves in, without click data
     "ECHO_SITE_WEIGHTS": {},  # site or host -> weight of its pages' value (1 if not named)
+    "ECHO_SITE_SCORES": None,  # echo-rank-sites' CSV: each site's score scales its cold start
     "ECHO_CHECKPOINT_INTERVAL": 60.0,  # s between JOBDIR checkpoints
     "ECHO_PLAIN_SHARE": 0.5,  # share of slots for the spider's own requests while ECHO has work
     "ECHO_REFRESH_SHARE": 0.05,  # most of the budget spent refetching pages that may have changed
@@ -90,6 +92,7 @@ class EchoConfig:
     default_profit: float
     default_half_life: float
     site_weights: dict[str, float]
+    site_scores: dict[str, float]  # site -> its score over the mean score (cold-start P)
     checkpoint_interval: float
     plain_share: float
     refresh_share: float
@@ -153,6 +156,7 @@ class EchoConfig:
             default_profit=get.number("ECHO_DEFAULT_PROFIT"),
             default_half_life=get.number("ECHO_DEFAULT_HALF_LIFE"),
             site_weights=get.weights("ECHO_SITE_WEIGHTS"),
+            site_scores=read_site_scores(get.optional_path("ECHO_SITE_SCORES")),
             checkpoint_interval=get.number("ECHO_CHECKPOINT_INTERVAL"),
             plain_share=get.number("ECHO_PLAIN_SHARE", at_least=0.0, at_most=1.0),
             refresh_share=get.number("ECHO_REFRESH_SHARE", at_least=0.0, at_most=0.5),
@@ -201,6 +205,36 @@ def _normalizer(get: _Getter) -> Callable[[str], str] | None:
         return load_normalizer(path)
     except ValueError as exc:
         raise NotConfigured(str(exc)) from None
+
+
+def read_site_scores(path: Path | None) -> dict[str, float]:
+    """``scrapy echo-rank-sites``' output (columns ``site`` and ``score``) as each site's score
+    over the mean score of the file's sites; ``NotConfigured`` naming the file and line of a
+    row that is not one (docs/how-it-works.rst, "Ranking sites by how temporal they are")."""
+    if path is None:
+        return {}
+    where = f"ECHO_SITE_SCORES ({str(path)!r})"
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            if not {"site", "score"} <= set(reader.fieldnames or ()):
+                raise NotConfigured(f"{where} needs a header with 'site' and 'score' columns")
+            scores = {}
+            for row in reader:
+                site = (row.get("site") or "").strip().lower().rstrip(".")
+                try:
+                    score = float(row.get("score") or "")
+                except ValueError:
+                    score = math.nan
+                if not site or not (math.isfinite(score) and score >= 0):
+                    raise NotConfigured(
+                        f"{where} line {reader.line_num}: needs a site and a score >= 0"
+                    )
+                scores[site] = score
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NotConfigured(f"{where} cannot be read: {exc}") from None
+    mean = sum(scores.values()) / len(scores) if scores else 0.0
+    return {site: score / mean for site, score in scores.items()} if mean > 0 else {}
 
 
 def read_sources(value: object) -> tuple[str, ...]:

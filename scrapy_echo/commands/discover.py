@@ -21,6 +21,7 @@ let ECHO's schedule tell which sources are worth their crawls.
 from __future__ import annotations
 
 import argparse
+import csv
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -155,7 +156,16 @@ class Command(ScrapyCommand):
 
 
 def _read_hosts(value: str) -> list[str]:
+    """Hosts from a comma list or a file: one a line (``#`` starts a comment), or a CSV whose
+    header names a ``site`` column, as ``scrapy echo-rank-sites`` writes."""
     path = Path(value)
     if "," not in value and path.exists():
-        return [ln.split("#")[0] for ln in path.read_text(encoding="utf-8").splitlines()]
+        text = path.read_text(encoding="utf-8-sig")  # spreadsheets start files with a BOM
+        lines = [ln.split("#")[0] for ln in text.splitlines()]
+        filled = [ln for ln in lines if ln.strip()]
+        header = [cell.strip().lower() for cell in next(csv.reader(filled[:1]), [])]
+        if "site" in header:
+            column = header.index("site")
+            return [row[column] for row in csv.reader(filled[1:]) if len(row) > column]
+        return lines
     return value.split(",")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -91,6 +91,7 @@ class CrawlCore:
         self._host_of: list[int] = []  # per source, its host's index in _hosts
         self._hosts: dict[str, int] = {}
         self._host_weights: list[float] = []  # per host, its weight (site_weights)
+        self._host_scores: list[float] = []  # per host, its site's score (site_scores)
         # Runs the state's upkeep at each re-plan: inline here (the simulator); a live crawl
         # puts the O(n) part on a thread so the reactor never waits for it.
         self.run_housekeeping: Callable[[Housekeeping], None] = run_inline
@@ -279,16 +280,25 @@ class CrawlCore:
     def site_weights(self) -> FloatArray | None:
         """Per source, the weight ``ECHO_SITE_WEIGHTS`` gives its host, else its site, else 1;
         ``None`` when no weight is set (docs/how-it-works.rst, "Without a click feed")."""
-        given = self.config.site_weights
+        return self._by_site(self.config.site_weights, self._host_weights)
+
+    def site_scores(self) -> FloatArray | None:
+        """Per source, its site's score from ``ECHO_SITE_SCORES`` over their mean (1 for a
+        site not listed); ``None`` when there are none (docs/how-it-works.rst, "Ranking sites
+        by how temporal they are")."""
+        return self._by_site(self.config.site_scores, self._host_scores)
+
+    def _by_site(self, given: Mapping[str, float], cache: list[float]) -> FloatArray | None:
+        """Per source, what ``given`` says of its host, else of its site, else 1; ``cache``
+        holds it per host, in host order."""
         if not given:
             return None
         host_of = self._host_indices()
         hosts = list(self._hosts)  # (in index order)
-        weights = self._host_weights
-        for host in hosts[len(weights) :]:
-            weight = given.get(host)
-            weights.append(given.get(site_of_host(host), 1.0) if weight is None else weight)
-        return np.array(weights, dtype=np.float64)[host_of]
+        for host in hosts[len(cache) :]:
+            value = given.get(host)
+            cache.append(given.get(site_of_host(host), 1.0) if value is None else value)
+        return np.array(cache, dtype=np.float64)[host_of]
 
     def _host_indices(self) -> list[int]:
         """Per source, its host's index in ``_hosts`` (the host name of its URL: Scrapy's
@@ -350,6 +360,12 @@ class CrawlCore:
         estimates = self.state.learner.estimates(
             now, learned_priors=policy.learned_priors, censoring=policy.censoring_aware
         )
+        scores = self.site_scores()
+        if scores is not None:  # a site's score scales the prior of its sources without clicks
+            clicked = self.state.learner.clicked_sources()
+            estimates = replace(
+                estimates, profit=np.where(clicked, estimates.profit, estimates.profit * scores)
+            )
         weights = self.site_weights()
         if weights is not None:  # the user's value of each site's pages, clicks or not
             mean = estimates.mean_clicks

@@ -197,6 +197,13 @@ class SourceLearner:
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)
         return Estimates(lam, prof, mu, mean)
 
+    def clicked_sources(self) -> NDArray[np.bool_]:
+        """Per source, whether its ``P, μ`` come from its own pages' clicks (as of the last
+        :meth:`estimates`), not from the cold start."""
+        fit = self._fit
+        fitted = np.zeros(0, dtype=bool) if fit is None else fit.fitted
+        return _pad_rows(fitted, self._sources)
+
     # -- persistence ----------------------------------------------------------------------
     def to_data(self) -> dict[str, Any]:
         """Plain data for a snapshot; :meth:`from_data` reverses it. The click fit is not

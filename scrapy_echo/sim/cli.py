@@ -150,7 +150,7 @@ def cmd_rates(args: argparse.Namespace) -> int:
 
 def _run_one(trace: Trace, name: str, rate: float, args: argparse.Namespace, bound: float) -> Score:
     replay = _replay(trace, name, rate, args)
-    if args.refresh_share > 0:
+    if trace.update_ts.size:
         print(f"{name} @ {rate:g}/s: {freshness(trace, replay).text()}")
     return score(trace, replay, bound=bound, window=args.window, half_life=_half_life(args))
 

@@ -59,6 +59,7 @@ class SimSettings:
     default_profit: float = 1.0  # P of a source before any click data
     default_half_life: float = 6 * 3600.0  # s the value of a page halves in, before click data
     site_weights: dict[str, float] = field(default_factory=dict, compare=False)
+    site_scores: dict[str, float] = field(default_factory=dict, compare=False)
     # False: the crawler gets no click log (a monitor without a click feed)
     clicks: bool = True
     # False: the crawler gets none of the trace's change-indicating signals
