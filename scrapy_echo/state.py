@@ -11,13 +11,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import deque
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from scrapy_echo.identity import PageIdentity, fold_scheme
+from scrapy_echo.identity import fold_scheme
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.cycles import WeekProfile
 from scrapy_echo.model.frontier import Frontier
@@ -29,6 +28,7 @@ from scrapy_echo.model.refresh_lane import RefreshLane
 from scrapy_echo.model.signals import SignalBook
 from scrapy_echo.seen import FingerprintSet, Housekeeping
 from scrapy_echo.source_status import STATUS_FIELDS, SourceStatus, status_row
+from scrapy_echo.state_config import StateConfig
 
 HISTORY_LIMIT = 500
 RETIRED = 1e18  # the crawl time of a retired source (some 3e10 years from now)
@@ -40,53 +40,6 @@ HISTORY_CELLS = 5_000_000
 def fingerprint(url: str) -> int:
     """64 bits of a canonical URL: the seen-links set holds these instead of strings."""
     return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
-
-
-class StateConfig(Protocol):
-    """The settings the crawl state is built from: the crawl's
-    :class:`~scrapy_echo.settings.EchoConfig`, or the simulator's settings, under the same
-    names."""
-
-    @property
-    def history_size(self) -> int: ...
-    @property
-    def click_bin(self) -> float: ...
-    @property
-    def click_bins(self) -> int: ...
-    @property
-    def click_push_period(self) -> float: ...
-    @property
-    def resolve_interval(self) -> float: ...
-    @property
-    def default_profit(self) -> float: ...
-    @property
-    def default_half_life(self) -> float: ...
-    @property
-    def site_weights(self) -> Mapping[str, float]: ...
-    @property
-    def site_scores(self) -> Mapping[str, float]: ...
-    @property
-    def failure_backoff(self) -> float: ...
-    @property
-    def failure_backoff_max(self) -> float: ...
-    @property
-    def identity(self) -> PageIdentity: ...
-    @property
-    def source_max_failures(self) -> int: ...
-    @property
-    def backlog(self) -> str: ...
-    @property
-    def min_interval(self) -> float: ...
-    @property
-    def max_interval(self) -> float: ...
-    @property
-    def seen_ttl(self) -> float: ...
-    @property
-    def refresh_share(self) -> float: ...
-    @property
-    def refresh_stale_cost(self) -> float: ...
-    @property
-    def refresh_prior_period(self) -> float: ...
 
 
 @dataclass
@@ -254,7 +207,9 @@ class CrawlState:
         status.new_links += len(new)
         cut, floor = 0.0, False
         if new and not first:
-            cut, floor = self._censoring(source, overflowed, new, stated or {}, previous, fetched)
+            cut, floor = self.overflow.censoring(
+                source, overflowed, new, stated or {}, previous, fetched
+            )
         # The first crawl only starts the λ window (CrawlHistory ignores its count).
         self.learner.record_crawl(source, fetched, len(new), cut=cut, floor=floor)
         if not first:
@@ -262,31 +217,6 @@ class CrawlState:
         if self.signals.received:  # (a first crawl only settles the signals before it)
             self.signals.crawled(source, 0.0 if first else fetched - previous, len(new))
         return new
-
-    def _censoring(
-        self,
-        source: int,
-        overflowed: bool,
-        new: list[str],
-        stated: dict[str, float],
-        previous: float,
-        fetched: float,
-    ) -> tuple[float, bool]:
-        """For a crawl that found ``new`` links: the seconds at the start of its interval its
-        count does not cover, and whether the count is only a floor (docs/how-it-works.rst,
-        "Hubs that show only their latest links")."""
-        # A dated listing that shows nothing from before the last crawl overflowed too,
-        # whatever the watch knows (it knows nothing at the second crawl).
-        if not overflowed and stated and min(stated.values()) > previous:
-            overflowed = True
-            self.overflow.overflows[source] += 1
-        if not overflowed:
-            return 0.0, False
-        if not all(link in stated for link in new):
-            return 0.0, True
-        # The count covers the time since the oldest new link still shown.
-        cut = min(stated[link] for link in new) - previous
-        return (cut, False) if 0 < cut < fetched - previous else (0.0, True)
 
     def _new_links(
         self, links: list[str], now: float, source: int, first: bool

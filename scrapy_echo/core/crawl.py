@@ -42,7 +42,8 @@ from scrapy_echo.model.limits import ScheduleLimits
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Decision, Policy
 from scrapy_echo.seen import Housekeeping, run_inline
-from scrapy_echo.state import CrawlState, StateConfig, fingerprint
+from scrapy_echo.state import CrawlState, fingerprint
+from scrapy_echo.state_config import StateConfig
 
 logger = logging.getLogger(__name__)
 

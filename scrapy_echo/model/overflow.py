@@ -64,6 +64,32 @@ class OverflowWatch:
             self.overflows[source] += 1
         return overflowed
 
+    def censoring(
+        self,
+        source: int,
+        overflowed: bool,
+        new: list[str],
+        stated: dict[str, float],
+        previous: float,
+        fetched: float,
+    ) -> tuple[float, bool]:
+        """For a crawl of ``source`` over ``(previous, fetched]`` that found the ``new`` links
+        (the watch said whether it ``overflowed``; ``stated``: the listing's publication times
+        by link): the seconds at the start of the interval its count does not cover, and
+        whether the count is only a floor."""
+        # A dated listing that shows nothing from before the last crawl overflowed too,
+        # whatever the watch knows (it knows nothing at the second crawl).
+        if not overflowed and stated and min(stated.values()) > previous:
+            overflowed = True
+            self.overflows[source] += 1
+        if not overflowed:
+            return 0.0, False
+        if not all(link in stated for link in new):
+            return 0.0, True
+        # A dated overflow: the count covers the time since the oldest new link still shown.
+        cut = min(stated[link] for link in new) - previous
+        return (cut, False) if 0 < cut < fetched - previous else (0.0, True)
+
     def to_data(self) -> dict[str, Any]:
         return {"kept": [list(k) for k in self.kept], "overflows": list(self.overflows)}
 

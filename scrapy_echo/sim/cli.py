@@ -14,6 +14,7 @@ from typing import Any
 
 from scrapy_echo.model.registry import POLICIES, make_policy
 from scrapy_echo.sim.ceiling import ceiling, hindsight_estimates
+from scrapy_echo.sim.cli_output import Progress, write_plots
 from scrapy_echo.sim.engine import Replay, SimSettings, simulate
 from scrapy_echo.sim.freshness import freshness
 from scrapy_echo.sim.oracle import GreedyOracle
@@ -78,7 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     (out / "results.json").write_text(
         json.dumps([s.as_dict() for s in scores], indent=2) + "\n", encoding="utf-8"
     )
-    _plots(scores, out)
+    write_plots(scores, out)
     print(f"\nwrote {out / 'results.json'} and plots in {out}")
     return 0
 
@@ -171,7 +172,7 @@ def _replay(trace: Trace, name: str, rate: float, args: argparse.Namespace) -> R
         refresh_share=args.refresh_share,
     )
     started = time.monotonic()
-    bar = _Progress(f"{name} @ {rate:g}/s")
+    bar = Progress(f"{name} @ {rate:g}/s")
     policy = (
         GreedyOracle(seed=args.seed)
         if name == GreedyOracle.name
@@ -237,68 +238,6 @@ def _rates(spec: str) -> list[float]:
     if not rates or any(not (math.isfinite(r) and r > 0) for r in rates):
         raise ValueError(f"--rates must be positive numbers, got {spec!r}")
     return rates
-
-
-def _plots(scores: list[Score], out: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plots (pip install scrapy-echo[plots])")
-        return
-    rates = sorted({s.rate for s in scores})
-    policies = list(dict.fromkeys(s.policy for s in scores))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name in policies:
-        mine = sorted((s for s in scores if s.policy == name), key=lambda s: s.rate)
-        ax.plot([s.rate for s in mine], [s.fraction_of_upper_bound for s in mine], "o-", label=name)
-    ax.set_xscale("log")
-    ax.set_xlabel("crawl rate (crawls/s)")
-    ax.set_ylabel("fraction of the upper bound")
-    ax.legend()
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "fraction_vs_rate.png", dpi=120)
-    plt.close(fig)
-    for rate in rates:
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        for s in scores:
-            if s.rate == rate:
-                ax.plot(s.dynamic_times / 86400, s.dynamic_profit, label=s.policy)
-        bound = next(s.upper_bound_per_second for s in scores)
-        ax.axhline(bound, color="black", linestyle=":", label="upper bound (average)")
-        ax.set_xlabel("day")
-        ax.set_ylabel("profit per second, trailing day")
-        ax.set_title(f"dynamic profit at {rate:g} crawls/s")
-        ax.legend(fontsize="small")
-        ax.grid(True, alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(out / f"dynamic_profit_{rate:g}.png", dpi=120)
-        plt.close(fig)
-
-
-class _Progress:
-    """A one-line progress bar on stderr, shown only once a run has taken a few seconds."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.started = time.monotonic()
-        self.shown = False
-
-    def __call__(self, fraction: float) -> None:
-        if time.monotonic() - self.started < 3.0:
-            return
-        self.shown = True
-        bar = "#" * int(30 * fraction)
-        sys.stderr.write(f"\r{self.label:<28} [{bar:<30}] {fraction:6.1%}")
-        sys.stderr.flush()
-
-    def done(self, seconds: float) -> None:
-        if self.shown:
-            sys.stderr.write(f"\r{self.label:<28} done in {seconds:.1f} s{' ' * 30}\n")
-            sys.stderr.flush()
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.sim.trace import IntArray, Trace
+from scrapy_echo.sim.trace import Trace
+from scrapy_echo.sim.trace_files import IntArray
 
 DAY = 86400.0
 

@@ -27,7 +27,6 @@ import gzip
 import io
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -36,15 +35,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.sim.trace_files import (
+    IntArray,
+    TraceError,
+    csv_rows,
+    find_file,
+    load_meta,
+    load_signals,
+    load_updates,
+    push_out,
+)
 
-IntArray = NDArray[np.intp]
 # Pages keep being clicked after the trace ends; clicks later than this past the end are
 # almost surely a unit mistake (milliseconds for seconds).
 CLICKS_AFTER_END = 7 * 86400.0
-
-
-class TraceError(ValueError):
-    """A trace that cannot be loaded; the message names file, line and column."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ def load_trace(path: str | Path) -> Trace:
     root = Path(path)
     if not root.is_dir():
         raise TraceError(f"{root}: not a trace directory")
-    meta = _load_meta(root)
+    meta = load_meta(root)
     duration = meta["duration"]
 
     source_ids: list[str] = []
@@ -117,7 +121,7 @@ def load_trace(path: str | Path) -> Trace:
     index: dict[str, int] = {}
     shows: list[int] = []
     dated: list[bool] = []
-    for row in _rows(root, "sources", ("source_id", "url")):
+    for row in csv_rows(root, "sources", ("source_id", "url")):
         sid = row.text("source_id")
         if sid in index:
             raise row.error("source_id", f"{sid!r} is listed twice")
@@ -133,7 +137,7 @@ def load_trace(path: str | Path) -> Trace:
     appeared_at: list[float] = []
     disappeared_at: list[float] = []
     left_open: list[bool] = []  # empty cells: until the end, or until pushed out of a hub
-    for row in _rows(root, "links", ("source_id", "page_url", "appeared", "disappeared")):
+    for row in csv_rows(root, "links", ("source_id", "page_url", "appeared", "disappeared")):
         source = row.source(index)
         appeared = row.time("appeared", duration)
         disappeared = row.number("disappeared", low=0.0, empty=math.nan)
@@ -152,12 +156,12 @@ def load_trace(path: str | Path) -> Trace:
     link_source_array = np.array(link_source, dtype=np.intp)
     shows_array = np.array(shows, dtype=np.intp)
     link_disappeared = np.array(disappeared_at, dtype=np.float64)
-    _push_out(link_source_array, link_appeared, link_disappeared, np.array(left_open), shows_array)
+    push_out(link_source_array, link_appeared, link_disappeared, np.array(left_open), shows_array)
     first = np.full(len(pages), np.inf)
     np.minimum.at(first, link_page, link_appeared)
     created = first.copy()
-    if _find(root, "pages", required=False) is not None:
-        for row in _rows(root, "pages", ("page_url", "created")):
+    if find_file(root, "pages", required=False) is not None:
+        for row in csv_rows(root, "pages", ("page_url", "created")):
             page_id = pages.get(row.text("page_url"))
             if page_id is None:
                 continue  # a page no link points to: nothing to find, nothing to score
@@ -172,7 +176,7 @@ def load_trace(path: str | Path) -> Trace:
     click_ts: list[float] = []
     click_count: list[float] = []
     skipped = 0
-    for row in _rows(root, "clicks", ("page_url", "ts", "clicks")):
+    for row in csv_rows(root, "clicks", ("page_url", "ts", "clicks")):
         ts = row.number("ts", low=0.0)
         if ts > duration + CLICKS_AFTER_END:
             raise row.error("ts", f"{ts!r} is more than a week after the end ({duration!r})")
@@ -187,8 +191,8 @@ def load_trace(path: str | Path) -> Trace:
         click_ts.append(ts)
         click_count.append(count)
     order = np.argsort(np.array(click_ts, dtype=np.float64), kind="stable")
-    signal_source, signal_ts = _load_signals(root, index, duration)
-    update_page, update_ts = _load_updates(root, pages, created, duration)
+    signal_source, signal_ts = load_signals(root, index, duration)
+    update_page, update_ts = load_updates(root, pages, created, duration)
     return Trace(
         duration=duration,
         warmup=meta["warmup"],
@@ -214,71 +218,6 @@ def load_trace(path: str | Path) -> Trace:
         update_page=update_page,
         update_ts=update_ts,
     )
-
-
-def _push_out(
-    source: IntArray,
-    appeared: FloatArray,
-    disappeared: FloatArray,
-    left_open: NDArray[np.bool_],
-    shows: IntArray,
-) -> None:
-    """Close, in ``disappeared``, the links left open on a hub that shows only its latest
-    ``K`` links: when the ``K``-th link after them on that hub appears."""
-    limited = shows[source] > 0
-    open_ = left_open & limited
-    if not open_.any():
-        return
-    order = np.lexsort((appeared, source))
-    src, times = source[order], appeared[order]
-    ends = np.searchsorted(src, src, side="right")  # past each link's hub's last link
-    later = np.arange(src.size) + shows[src]
-    pushed = np.where(
-        (later < ends) & limited[order], times[np.minimum(later, src.size - 1)], np.inf
-    )
-    closed = np.empty_like(disappeared)
-    closed[order] = pushed
-    disappeared[open_] = closed[open_]
-
-
-def _load_signals(
-    root: Path, index: dict[str, int], duration: float
-) -> tuple[IntArray, FloatArray]:
-    """The optional ``signals.csv``, sorted by time."""
-    if _find(root, "signals", required=False) is None:
-        return np.zeros(0, dtype=np.intp), np.zeros(0)
-    sources: list[int] = []
-    times: list[float] = []
-    for row in _rows(root, "signals", ("source_id", "ts")):
-        sources.append(row.source(index))
-        times.append(row.time("ts", duration))
-    ts_array = np.array(times, dtype=np.float64)
-    order = np.argsort(ts_array, kind="stable")
-    return np.array(sources, dtype=np.intp)[order], ts_array[order]
-
-
-def _load_updates(
-    root: Path, pages: dict[str, int], created: FloatArray, duration: float
-) -> tuple[IntArray, FloatArray]:
-    """The optional ``updates.csv``, sorted by page, then time; updates of pages no link
-    points to are skipped (nothing to refetch)."""
-    if _find(root, "updates", required=False) is None:
-        return np.zeros(0, dtype=np.intp), np.zeros(0)
-    page_ids: list[int] = []
-    times: list[float] = []
-    for row in _rows(root, "updates", ("page_url", "ts")):
-        page = pages.get(row.text("page_url"))
-        ts = row.time("ts", duration)
-        if page is None:
-            continue
-        if ts < created[page]:
-            raise row.error("ts", f"{ts!r} is before the page was created ({created[page]!r})")
-        page_ids.append(page)
-        times.append(ts)
-    page_array = np.array(page_ids, dtype=np.intp)
-    ts_array = np.array(times, dtype=np.float64)
-    order = np.lexsort((ts_array, page_array))
-    return page_array[order], ts_array[order]
 
 
 def write_trace(trace: Trace, path: str | Path, *, compress: bool = False) -> None:
@@ -350,124 +289,6 @@ def write_trace(trace: Trace, path: str | Path, *, compress: bool = False) -> No
             path.unlink(missing_ok=True)
 
 
-# -- reading ------------------------------------------------------------------------------
-class _Row:
-    """One CSV row, with typed getters whose errors name file, line and column."""
-
-    def __init__(self, file: str, line: int, values: dict[str, str]) -> None:
-        self.file, self.line, self.values = file, line, values
-
-    def error(self, column: str, message: str) -> TraceError:
-        return TraceError(f"{self.file} line {self.line}, column {column!r}: {message}")
-
-    def source(self, index: dict[str, int]) -> int:
-        """The row's ``source_id``, as an index into ``sources.csv``."""
-        sid = self.text("source_id")
-        if sid not in index:
-            raise self.error("source_id", f"{sid!r} is not in sources.csv")
-        return index[sid]
-
-    def time(self, column: str, duration: float) -> float:
-        """A time in ``[0, duration]``."""
-        value = self.number(column, low=0.0)
-        if value > duration:
-            raise self.error(column, f"{value!r} is after the end ({duration!r})")
-        return value
-
-    def count(self, column: str) -> int:
-        """An optional whole number ``>= 1`` (0 when the column is missing or empty)."""
-        raw = (self.values.get(column) or "").strip()
-        if not raw:
-            return 0
-        if not raw.isdigit() or int(raw) < 1:
-            raise self.error(column, f"{raw!r} is not a whole number >= 1")
-        return int(raw)
-
-    def flag(self, column: str) -> bool:
-        """An optional ``0`` or ``1`` (False when the column is missing or empty)."""
-        raw = (self.values.get(column) or "").strip()
-        if raw not in ("", "0", "1"):
-            raise self.error(column, f"{raw!r} is not 0 or 1")
-        return raw == "1"
-
-    def text(self, column: str) -> str:
-        value = (self.values.get(column) or "").strip()
-        if not value:
-            raise self.error(column, "is empty")
-        return value
-
-    def number(self, column: str, *, low: float, empty: float | None = None) -> float:
-        raw = (self.values.get(column) or "").strip()
-        if not raw and empty is not None:
-            return empty
-        try:
-            value = float(raw)
-        except ValueError:
-            raise self.error(column, f"{raw!r} is not a number") from None
-        if not math.isfinite(value):
-            raise self.error(column, f"{raw!r} is not a finite number")
-        if value < low:
-            raise self.error(column, f"{value!r} is negative")
-        return value
-
-
-def _find(root: Path, name: str, *, required: bool = True) -> Path | None:
-    plain, packed = root / f"{name}.csv", root / f"{name}.csv.gz"
-    if plain.exists() and packed.exists():
-        raise TraceError(f"{root}: both {plain.name} and {packed.name}; keep one")
-    for candidate in (plain, packed):
-        if candidate.exists():
-            return candidate
-    if required:
-        raise TraceError(f"{root}: missing {name}.csv (or {name}.csv.gz)")
-    return None
-
-
-def _rows(root: Path, name: str, columns: tuple[str, ...]) -> Iterator[_Row]:
-    path = _find(root, name)
-    assert path is not None
-    with _open(path) as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise TraceError(f"{path.name} line 1: missing column(s) {', '.join(missing)}")
-        for values in reader:
-            yield _Row(path.name, reader.line_num, values)
-
-
-def _open(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return path.open(encoding="utf-8", newline="")
-
-
-def _load_meta(root: Path) -> dict[str, Any]:
-    path = root / "meta.json"
-    if not path.exists():
-        raise TraceError(f"{root}: missing meta.json")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"meta.json line {exc.lineno}: {exc.msg}") from None
-    if not isinstance(meta, dict):
-        raise TraceError("meta.json: must be a JSON object")
-    duration = meta.get("duration")
-    if not isinstance(duration, int | float) or not (0 < duration < math.inf):
-        raise TraceError(f"meta.json: 'duration' must be a number of seconds > 0, got {duration!r}")
-    warmup = meta.get("warmup", 0.0)
-    if not isinstance(warmup, int | float) or not (0 <= warmup < duration):
-        raise TraceError(f"meta.json: 'warmup' must be in [0, duration), got {warmup!r}")
-    known = {"duration", "warmup", "name", "description"}
-    return {
-        "duration": float(duration),
-        "warmup": float(warmup),
-        "name": str(meta.get("name", root.name)),
-        "description": str(meta.get("description", "")),
-        "extra": {k: v for k, v in meta.items() if k not in known},
-    }
-
-
 class _writer:  # a context manager used like a function, hence the name
     def __init__(self, root: Path, name: str, compress: bool) -> None:
         self.path = root / (f"{name}.csv.gz" if compress else f"{name}.csv")
@@ -485,3 +306,6 @@ class _writer:  # a context manager used like a function, hence the name
 
     def __exit__(self, *exc: object) -> None:
         self.handle.close()
+
+
+__all__ = ["CLICKS_AFTER_END", "Trace", "TraceError", "load_trace", "write_trace"]
