@@ -36,6 +36,8 @@ overlap         :meth:`OverlapBook.to_data <scrapy_echo.model.overlap.OverlapBoo
                 (optional: later in version 2)
 overflow        :meth:`OverflowWatch.to_data <scrapy_echo.model.overflow.OverflowWatch.to_data>`
                 (optional: later in version 2)
+refresh         :meth:`RefreshLane.to_data <scrapy_echo.model.refresh_lane.RefreshLane.to_data>`
+                (optional: later in version 2)
 feeds           click and signal feed readers' positions
 history         one sample per re-solve, for reports
 =============== ===========================================================================
@@ -56,6 +58,7 @@ from scrapy_echo.model.crawl_history import CrawlHistory
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.overflow import OverflowWatch
 from scrapy_echo.model.overlap import OverlapBook
+from scrapy_echo.model.refresh_lane import RefreshLane
 from scrapy_echo.model.signals import SignalBook
 from scrapy_echo.seen import FingerprintSet, Remembered
 from scrapy_echo.state import STATUS_FIELDS, CrawlState, SourceStatus
@@ -171,6 +174,7 @@ def capture(
         "signals": state.signals.to_data(),
         "overlap": state.overlap.to_data(),
         "overflow": state.overflow.to_data(),
+        "refresh": state.refresh.to_data(),
     }
     rows = state.status_rows()
     built = {
@@ -353,6 +357,11 @@ def restore(
         if "overflow" in snapshot:
             state.overflow = OverflowWatch.from_data(snapshot["overflow"])
         state.overflow.grow(len(state.sources))
+        if "refresh" in snapshot:  # (its share and costs: this run's settings, not the saved)
+            saved = RefreshLane.from_data(snapshot["refresh"])
+            saved.share = state.refresh.share
+            saved.stale_cost = state.refresh.stale_cost
+            state.refresh = saved
         for source, payload, appeared, discovered in _frontier_rows(snapshot["frontier"]):
             page = request(payload)
             if page is not None:

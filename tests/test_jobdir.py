@@ -67,6 +67,10 @@ def test_checkpoint_round_trip(tmp_path) -> None:
     assert len(first.runtime.feeds[0].read()) == 1
     state.signals.add(1, 995.0)  # a signal waiting on b.test, and what past ones showed
     state.signals.crawled(0, 50.0, 1)
+    # A page the refresh lane may fetch again, and a hub seen overflowing.
+    state.refresh.fetched("https://a.test/s", url="http://a.test/s", group=0, source=0,
+                          appeared=950.0, t=960.0, digest="d1")  # fmt: skip
+    state.overflow.overflows[0] = 3
     first.close("shutdown")
 
     second = open_scheduler(str(tmp_path / "job"), str(feed))
@@ -77,6 +81,9 @@ def test_checkpoint_round_trip(tmp_path) -> None:
         np.testing.assert_array_equal(back[name], saved[name])
     assert [s.url for s in restored.sources] == ["http://a.test/", "http://b.test/"]
     assert restored.sources[1].etag == '"v7"'
+    (tracked,) = restored.refresh.pages.values()  # (planned again since: its interval set)
+    assert (tracked.url, tracked.fetched, tracked.digest) == ("http://a.test/s", 960.0, "d1")
+    assert restored.overflow.overflows[0] == 3
     assert restored.last_crawl.tolist() == [940.0, 990.0]
     assert restored.source_crawled(0, 1000.0, ["http://a.test/x", "http://a.test/y"]) == [
         "http://a.test/y"  # links seen before the restart are not new

@@ -145,6 +145,9 @@ def cmd_rates(args: argparse.Namespace) -> int:
     trace = _trace(args)
     replay = _replay(trace, args.policies, args.rate, args)
     assert replay.core is not None
+    bound, _ = upper_bound(trace, half_life=_half_life(args))
+    caught = score(trace, replay, bound=bound, window=args.window, half_life=_half_life(args))
+    print(f"{args.policies} @ {args.rate:g}/s: {caught.fraction_of_upper_bound:.3%} of the bound")
     print(rate_errors(trace, replay.core, replay.crawls_per_source).text())
     return 0
 
