@@ -165,10 +165,12 @@ class Report:
             f"\n{risky.size} sources may have their rate underestimated: crawls found them "
             "overflowed (every link new, none dated), so their counts are only floors:"
         ]
+        counted = self.snapshot["learner"].crawls.link_rate()  # the count as found: a floor
         for i in risky[:10]:
             lines.append(
-                f"  {sources[i].url}: {share[i]:.0%} of its last crawls overflowed, "
-                f"rate at least {self.estimates.link_rate[i] * 3600:.3g} links/h"
+                f"  {sources[i].url}: {share[i]:.0%} of its last crawls overflowed; "
+                f"{counted[i] * 3600:.3g} links/h counted, "
+                f"{self.estimates.link_rate[i] * 3600:.3g} estimated"
             )
         if risky.size > 10:
             lines.append(f"  ... and {risky.size - 10} more")

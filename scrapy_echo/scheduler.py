@@ -289,7 +289,8 @@ class EchoScheduler(EchoComponent):
             tracked.url,
             callback=self.runtime.page_callback(),
             dont_filter=True,  # fetched before: Scrapy's own filter would drop it
-            meta={"echo": echo, "echo_refresh": True},
+            # (an HTTP cache would answer a refetch with the copy it has)
+            meta={"echo": echo, "echo_refresh": True, "dont_cache": True},
         )
         if self.runtime.config.politeness:
             key = self.politeness.slot_key(request)

@@ -357,10 +357,13 @@ def restore(
         if "overflow" in snapshot:
             state.overflow = OverflowWatch.from_data(snapshot["overflow"])
         state.overflow.grow(len(state.sources))
-        if "refresh" in snapshot:  # (its share and costs: this run's settings, not the saved)
+        if "refresh" in snapshot:  # (its settings: this run's, not the saved ones)
             saved = RefreshLane.from_data(snapshot["refresh"])
-            saved.share = state.refresh.share
-            saved.stale_cost = state.refresh.stale_cost
+            current = state.refresh
+            saved.share, saved.stale_cost = current.share, current.stale_cost
+            saved.max_pages = current.max_pages
+            if saved.prior_period != current.prior_period:  # a new prior, until one is fitted
+                saved.prior_period, saved.book.prior = current.prior_period, current.book.prior
             state.refresh = saved
         for source, payload, appeared, discovered in _frontier_rows(snapshot["frontier"]):
             page = request(payload)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from scrapy_echo.model.refresh_lane import RefreshLane
+from scrapy_echo.model.refresh_lane import TRIES, RefreshLane
 from scrapy_echo.model.registry import make_policy
 from scrapy_echo.sim.engine import SimSettings, simulate
 from scrapy_echo.sim.freshness import freshness
@@ -32,13 +32,31 @@ def test_pages_come_due_at_their_interval_and_refetches_feed_the_change_rates() 
     assert math.isfinite(interval) and interval > 0
     assert lane.due(10.0 + 0.5 * interval) is None  # fetched at 10: not due yet
     page = lane.due(10.0 + interval + 1.0)
-    assert page is not None and lane.pages[page].due == math.inf  # taken
+    assert page is not None and lane.pages[page].taken == 1
+    # Due again an hour on if its refetch never comes back.
+    assert lane.pages[page].due == pytest.approx(10.0 + interval + 1.0 + 3600.0)
     lane.put_back(page, 10.0 + interval + 5.0)
     others = {lane.due(10.0 + interval + 2.0) for _ in range(3)}
     assert page not in others  # put back until later; the other two are due now
     assert lane.due(10.0 + interval + 5.0) == page
     lane.fetched(page, url=page, group=0, source=0, appeared=0.0, t=interval + 20.0, digest="v1")
     assert lane.changes == 1 and lane.refetches == 1 and lane.book.changed_count()[0] == 1
+    assert lane.pages[page].taken == 0
+
+
+def test_a_page_whose_refetches_never_come_back_leaves_after_three_tries() -> None:
+    lane = lane_with_pages(1)
+    lane.plan(100.0, omega=1e-3, budget=1.0, profit=PROFIT, decay=DECAY)
+    (page,) = lane.pages
+    now = 1e4
+    for _ in range(TRIES):
+        assert lane.due(now) == page
+        now += 3600.0 + lane.pages[page].interval
+    assert lane.due(now) is None and not lane.pages
+    # A plan with an unknown value of a crawl changes nothing.
+    again = lane_with_pages(2)
+    assert again.plan(100.0, omega=math.nan, budget=1.0, profit=PROFIT, decay=DECAY) == 0.0
+    assert len(again.pages) == 2
 
 
 def test_the_share_caps_the_refetches_and_fading_pages_leave() -> None:

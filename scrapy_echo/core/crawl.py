@@ -86,7 +86,8 @@ class CrawlCore:
         self.policy = policy
         self.state = CrawlState(config) if state is None else state
         self.solves = 0
-        self._refresh_asks = self._refresh_served = 0  # the refresh lane's slots
+        # The refresh lane's slots: asked (capped, see next_refresh) and served.
+        self._refresh_asks, self._refresh_served = 0.0, 0
         # False where nothing would send the lane's requests (a distributed planner).
         self.refresh_allowed = True
         self._host_of: list[int] = []  # per source, its host's index in _hosts
@@ -172,7 +173,8 @@ class CrawlCore:
         if not self.refreshing:
             return None
         lane = self.state.refresh
-        self._refresh_asks += 1
+        # No credit piles up from idle slots: at most a few refetches' worth ahead.
+        self._refresh_asks = min(self._refresh_asks + 1, self._refresh_served / lane.share + 20)
         if self._refresh_served > lane.share * self._refresh_asks:
             return None
         page = lane.due(now)
@@ -387,6 +389,8 @@ class CrawlCore:
         if self.policy.uses_overlaps:
             value = estimates.link_rate * estimates.profit
             self.policy.overlaps = self.state.overlap.pairs(value)
+        if self.refreshing and self._refresh_asks:  # the plan spends what refetches leave
+            budget *= 1.0 - min(self._refresh_served / self._refresh_asks, self.state.refresh.share)
         plan = self.policy.replan(estimates, budget)
         if self.refreshing:
             est = plan.estimates

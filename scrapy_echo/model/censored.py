@@ -21,7 +21,10 @@ from numpy.typing import NDArray
 from scrapy_echo.model.curves import FloatArray
 
 MAX_RAISE = 4.0  # at most this many times the plain rate: past it a window cannot tell
-_TERMS = 400  # of the series for P(N ≥ n) / p(n - 1); enough while λt < n + 300
+# Terms of the series for P(N ≥ n) / p(n - 1): enough up to Λ = n + 6√n + 10 for n ≤ 300;
+# past that the floor says nothing (E[N | N ≥ n] = Λ to 1e-8) and no series is summed.
+_TERMS = 160
+_FAR = 6.0
 
 
 def mean_above(floor: FloatArray, expected: FloatArray) -> FloatArray:
@@ -33,18 +36,22 @@ def mean_above(floor: FloatArray, expected: FloatArray) -> FloatArray:
     >>> round(float(mean_above(np.array([1.0]), np.array([2.0]))[0]), 6)  # 2 / (1 - e^-2)
     2.313035
     """
-    n = np.asarray(floor, dtype=np.float64)[..., None]
-    lam = np.maximum(np.asarray(expected, dtype=np.float64), 1e-300)[..., None]
-    steps = np.log(lam) - np.log(n + np.arange(_TERMS))
-    logs = np.cumsum(steps, axis=-1)
-    top = logs.max(axis=-1, keepdims=True)
-    log_ratio = (top + np.log(np.exp(logs - top).sum(axis=-1, keepdims=True)))[..., 0]
-    out: FloatArray = lam[..., 0] * (1.0 + np.exp(-log_ratio))
+    n_all = np.asarray(floor, dtype=np.float64)
+    lam_all = np.maximum(np.asarray(expected, dtype=np.float64), 1e-300)
+    n_all, lam_all = np.broadcast_arrays(n_all, lam_all)
+    out: FloatArray = lam_all.astype(np.float64, copy=True)
+    near = lam_all < n_all + _FAR * np.sqrt(n_all) + 10.0
+    if near.any():
+        n, lam = n_all[near][:, None], lam_all[near][:, None]
+        logs = np.cumsum(np.log(lam) - np.log(n + np.arange(_TERMS)), axis=1)
+        top = logs.max(axis=1, keepdims=True)
+        log_ratio = (top + np.log(np.exp(logs - top).sum(axis=1, keepdims=True)))[:, 0]
+        out[near] = lam[:, 0] * (1.0 + np.exp(-log_ratio))
     return out
 
 
 def censored_rate(
-    counts: FloatArray, spans: FloatArray, floors: NDArray[np.bool_], *, iterations: int = 50
+    counts: FloatArray, spans: FloatArray, floors: NDArray[np.bool_], *, iterations: int = 30
 ) -> FloatArray:
     """``λ`` per row from crawl counts over ``spans`` seconds, ``floors`` marking counts that
     are only floors; rows with no span give NaN. Rows with no floor give the plain rate.
@@ -69,11 +76,14 @@ def censored_rate(
     complete_links = np.where(f, 0.0, c).sum(axis=1)
     complete_span = np.where(f, 0.0, s).sum(axis=1)
 
+    row, col = np.nonzero(f)  # the floors alone: a window has a few among its crawls
+
     def score(lam: FloatArray) -> FloatArray:
         """The likelihood's slope times ``λ``: positive below the estimate."""
-        expected = lam[:, None] * s
-        excess = np.where(f, mean_above(np.maximum(c, 1.0), expected) - expected, 0.0)
-        return np.asarray(complete_links - lam * complete_span + excess.sum(axis=1))
+        expected = lam[row] * s[row, col]
+        excess = mean_above(c[row, col], expected) - expected
+        floors_excess = np.bincount(row, weights=excess, minlength=lam.size)
+        return np.asarray(complete_links - lam * complete_span + floors_excess)
 
     low = np.log(plain[rows])  # the score is >= 0 here: floors only add
     high = low + np.log(MAX_RAISE)

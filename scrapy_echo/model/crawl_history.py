@@ -61,6 +61,9 @@ class CrawlHistory:
         self.long_links: list[float] = [0.0] * sources
         self.long_span: list[float] = [0.0] * sources
         self.long_cut: list[float] = [0.0] * sources  # of long_span, the seconds cut
+        # The censored rate of each source's window as last computed (NaN: crawled since):
+        # a re-solve computes it again only for those.
+        self._censored: FloatArray = np.full(sources, np.nan)
 
     @property
     def sources(self) -> int:
@@ -74,6 +77,7 @@ class CrawlHistory:
             self.counts = np.concatenate([self.counts, np.zeros((extra, size), np.int64)])
             self.cuts = np.concatenate([self.cuts, np.zeros((extra, size))])
             self.floors = np.concatenate([self.floors, np.zeros((extra, size), bool)])
+            self._censored = np.concatenate([self._censored, np.full(extra, np.nan)])
             self.filled += [0] * extra
             self.next += [0] * extra
             self.newest += [math.nan] * extra
@@ -109,6 +113,7 @@ class CrawlHistory:
         self.times[source, slot] = time
         self.newest[source] = time
         self.next[source] = (slot + 1) % (self.history + 1)
+        self._censored[source] = np.nan
         self.filled[source] = min(filled + 1, self.history + 1)
 
     def window(self, *, aware: bool = False) -> tuple[FloatArray, FloatArray]:
@@ -130,12 +135,16 @@ class CrawlHistory:
             span = span - (self.cuts.sum(axis=1) - self.cuts[rows, oldest_slot])
             floored = self.floors.any(axis=1) & known
             if floored.any():
-                links[floored] = self._floored_links(np.flatnonzero(floored), span[floored])
+                which = np.flatnonzero(floored)
+                stale = which[np.isnan(self._censored[which])]
+                if stale.size:
+                    self._censored[stale] = self._censored_rate(stale)
+                links[floored] = self._censored[which] * span[floored]
         return np.where(known, links, 0.0), np.where(known, span, 0.0)
 
-    def _floored_links(self, which: NDArray[np.intp], span: FloatArray) -> FloatArray:
-        """The links the censored rate gives the windows of ``which`` over ``span``: each
-        crawl's count and its covered seconds, in ring order from the oldest."""
+    def _censored_rate(self, which: NDArray[np.intp]) -> FloatArray:
+        """The censored rate of the windows of ``which``: each crawl's count and its covered
+        seconds, in ring order from the oldest."""
         size = self.history + 1
         filled = np.array(self.filled, dtype=np.int64)[which]
         start = np.where(filled == size, np.array(self.next, dtype=np.int64)[which], 0)
@@ -146,8 +155,7 @@ class CrawlHistory:
         gaps -= np.take_along_axis(self.cuts[which], order, 1)[:, 1:]
         counts = np.take_along_axis(self.counts[which], order, 1)[:, 1:].astype(np.float64)
         floors = np.take_along_axis(self.floors[which], order, 1)[:, 1:] & (gaps > 0)
-        rate = censored_rate(counts, np.maximum(gaps, 0.0), floors)
-        return np.asarray(rate * span, dtype=np.float64)
+        return censored_rate(counts, np.maximum(gaps, 0.0), floors)
 
     def window_bounds(self) -> tuple[FloatArray, FloatArray]:
         """When each source's window starts and ends (NaN for sources crawled fewer than

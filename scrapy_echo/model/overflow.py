@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 KEPT = 16  # content links remembered per source: both ends of a listing, whatever its order
+# New links whose dates all fall within this share of the interval are stamped, not dated.
+_BUNCHED = 1e-3
 
 
 class OverflowWatch:
@@ -34,6 +36,7 @@ class OverflowWatch:
     def __init__(self) -> None:
         self.kept: list[tuple[int, ...]] = []
         self.overflows: list[int] = []  # crawls that overflowed, per source
+        self.knew = False  # whether the last crawled() knew content links to look for
 
     def grow(self, sources: int) -> None:
         extra = sources - len(self.kept)
@@ -50,6 +53,7 @@ class OverflowWatch:
         if not listed:
             return False
         kept = self.kept[source]
+        self.knew = bool(kept)
         shown = set(listed)
         survivors = tuple(mark for mark in kept if mark in shown)
         overflowed = bool(kept) and not survivors and bool(new)
@@ -77,17 +81,23 @@ class OverflowWatch:
         (the watch said whether it ``overflowed``; ``stated``: the listing's publication times
         by link): the seconds at the start of the interval its count does not cover, and
         whether the count is only a floor."""
-        # A dated listing that shows nothing from before the last crawl overflowed too,
-        # whatever the watch knows (it knows nothing at the second crawl).
-        if not overflowed and stated and min(stated.values()) > previous:
+        dated = [stated[link] for link in new if link in stated]
+        # Dates stamped at the fetch (a sitemap's generation time as every lastmod) say
+        # nothing of when the links came.
+        informative = len(dated) == len(new) and max(dated) - min(dated) > _BUNCHED * (
+            fetched - previous
+        )
+        # Without content links to look for (the second crawl), a dated listing that shows
+        # nothing from before the last crawl overflowed; the watch's survivors overrule dates.
+        if not overflowed and not self.knew and informative and min(stated.values()) > previous:
             overflowed = True
             self.overflows[source] += 1
         if not overflowed:
             return 0.0, False
-        if not all(link in stated for link in new):
+        if not informative:
             return 0.0, True
         # A dated overflow: the count covers the time since the oldest new link still shown.
-        cut = min(stated[link] for link in new) - previous
+        cut = min(dated) - previous
         return (cut, False) if 0 < cut < fetched - previous else (0.0, True)
 
     def to_data(self) -> dict[str, Any]:

@@ -29,6 +29,8 @@ from scrapy_echo.model.change_rates import DEFAULT_PRIOR, PseudoObservations
 from scrapy_echo.model.curves import FloatArray, g_inv
 
 _BISECTIONS = 60
+TRIES = 3  # refetches of a page handed out without coming back before it leaves the lane
+_MOVED = 60.0  # seconds a page's due time must move by to be pushed again
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Tracked:
     digest: str | None
     interval: float = math.inf  # seconds between refetches, as last planned (inf: none)
     due: float = math.inf  # when its refetch is due (its entry in the heap)
+    taken: int = 0  # times handed out since its last fetch (a refetch under way, or lost)
 
 
 class RefreshLane:
@@ -106,6 +109,7 @@ class RefreshLane:
             self.changes += changed
         self.refetches += 1
         known.fetched, known.digest = t, digest if digest is not None else known.digest
+        known.taken = 0
         self._push(page, known)
 
     def plan(
@@ -113,7 +117,7 @@ class RefreshLane:
     ) -> float:
         """Each tracked page's interval from its group's change rate and its source's ``P, μ``
         (per source, as the plan's estimates); returns the refetches per second planned."""
-        if not self.enabled or not self.pages:
+        if not self.enabled or not self.pages or not math.isfinite(omega):
             return 0.0
         self.book.grow(max(t.group for t in self.pages.values()) + 1)
         if self.book.groups >= 10:
@@ -136,9 +140,12 @@ class RefreshLane:
         stale = self.stale_cost * np.nan_to_num(p * mu * np.exp(-mu * np.maximum(age, 0.0)))
         delta = 1.0 / np.maximum(rate[[t.group for t in tracked]], 1e-300)
         intervals = _intervals(max(omega, 1e-300), stale, delta)
-        # A page whose clicks no longer pay for a refetch at ECHO's price leaves: they only
-        # fade. One priced out by the lane's share stays, and may come back.
-        leaving = np.isinf(intervals).tolist()
+        # A page whose clicks no longer pay for a refetch at ECHO's price, and have mostly
+        # come (three lifetimes: 95%), leaves: they only fade. One priced out by a passing ω
+        # or by the lane's share stays, and may come back.
+        with np.errstate(invalid="ignore"):
+            faded = ~(age * mu < 3.0)  # (no decay known: never faded by age alone)
+        leaving = (np.isinf(intervals) & faded & (mu > 0)).tolist()
         cap = self.share * budget
         if np.sum(1.0 / intervals) > cap:
             intervals = _fit_to(cap, max(omega, 1e-300), stale, delta)
@@ -147,27 +154,39 @@ class RefreshLane:
         ):
             if leaves:
                 del self.pages[page]
-            elif interval != t.interval:
-                t.interval = interval
+                continue
+            t.interval = interval
+            due = t.fetched + interval
+            # Pushed again only when its due time moved: a re-solve every half hour moves
+            # every page's a little, and the heap would grow by all of them each time.
+            if not t.taken and not abs(due - t.due) <= max(0.01 * interval, _MOVED):
                 self._push(page, t)
         self.planned_rate = float(np.sum(1.0 / intervals))
         return self.planned_rate
 
     def due(self, now: float) -> Hashable | None:
-        """A page due for a refetch by ``now`` (the most overdue), taken off the heap."""
+        """A page due for a refetch by ``now`` (the most overdue), taken off the heap. If its
+        refetch never comes back (a 404, a download error), it is due again an interval (an
+        hour at least) later, and after :data:`TRIES` such it leaves the lane."""
         heap = self._due
         while heap and heap[0][0] <= now:
             when, _, page = heapq.heappop(heap)
             tracked = self.pages.get(page)
-            if tracked is not None and when == tracked.due:
-                tracked.due = math.inf  # taken: due again once refetched (or put back)
-                return page
+            if tracked is None or when != tracked.due:
+                continue  # an entry since replaced
+            if tracked.taken >= TRIES:
+                del self.pages[page]
+                continue
+            tracked.taken += 1
+            self._push(page, tracked, now + max(tracked.interval, 3600.0))
+            return page
         return None
 
     def put_back(self, page: Hashable, when: float) -> None:
         """A page :meth:`due` gave that could not leave now: due again at ``when``."""
         tracked = self.pages.get(page)
         if tracked is not None:
+            tracked.taken = max(tracked.taken - 1, 0)
             self._push(page, tracked, when)
 
     def _push(self, page: Hashable, tracked: Tracked, when: float | None = None) -> None:

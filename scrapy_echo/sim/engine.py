@@ -10,8 +10,10 @@ before; the first crawl of a source only records what is there. Crawling a page 
 clicks it gets from then on. Clicks are delivered every push period for the pages crawled,
 never from the future, and intervals are re-solved every re-solve period.
 
-Sources and pages get URLs (``https://sim.invalid/s/<id>``, ``.../p/<id>``) so that the core
-sees what it sees in a live crawl. To save the replay time, a source crawl reports the links
+Sources and pages get URLs (``https://h<host>.sim.invalid/s/<id>``, the host numbered after
+the trace's URL of the source, and ``https://sim.invalid/p/<id>``) so that the core sees what
+it sees in a live crawl: per-host figures (the refresh lane's change rates) stay per host.
+To save the replay time, a source crawl reports the links
 that appeared on it since its previous crawl (every other visible link was seen then), and
 the first crawl all it shows: the core takes the same new pages from either. With them it
 reports the newest link still shown from before, if any, so that the core tells a hub that
@@ -29,6 +31,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -41,7 +44,6 @@ from scrapy_echo.sim.links import LinkIndex
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.trace import Trace
 
-_SOURCE_URL = "https://sim.invalid/s/"
 _PAGE_URL = "https://sim.invalid/p/"
 
 
@@ -128,7 +130,11 @@ def simulate(
     links = LinkIndex(trace)
     core = CrawlCore(settings, policy)
     state = core.state  # (a replay never replaces it; locals keep the loop lean)
-    source_urls = [f"{_SOURCE_URL}{source}" for source in range(trace.n_sources)]
+    hosts: dict[str, int] = {}
+    source_urls = [
+        f"https://h{hosts.setdefault(urlsplit(url).hostname or '', len(hosts))}.sim.invalid/s/{i}"
+        for i, url in enumerate(trace.source_urls)
+    ]
     for url in source_urls:
         state.add_source(url)
     page_urls = [f"{_PAGE_URL}{page}" for page in range(trace.n_pages)]

@@ -9,6 +9,8 @@ import numpy as np
 
 from scrapy_echo.sim.trace import Trace
 
+SURVIVOR_SCAN = 400  # links looked back at for a survivor: more than any hub shows
+
 
 class LinkIndex:
     """The trace's links grouped by source and sorted by appearance time.
@@ -29,6 +31,12 @@ class LinkIndex:
         self._appeared = [appeared[a:b] for a, b in pairwise(bounds)]
         self._disappeared = [disappeared[a:b] for a, b in pairwise(bounds)]
         self._page = [page[a:b] for a, b in pairwise(bounds)]
+        # Whether each link is its page's first anywhere: a survivor the crawler may have
+        # found on this source (a cross link was found on another first).
+        first = np.full(trace.n_pages, np.inf)
+        np.minimum.at(first, trace.link_page, trace.link_appeared)
+        own = (trace.link_appeared[order] <= first[trace.link_page[order]]).tolist()
+        self._own = [own[a:b] for a, b in pairwise(bounds)]
 
     def visible(self, source: int, now: float) -> list[int]:
         """Pages linked from ``source`` at ``now``."""
@@ -44,13 +52,13 @@ class LinkIndex:
         return [pages[i] for i in range(lo, hi) if gone[i] > now]
 
     def newest_before(self, source: int, after: float, now: float) -> int | None:
-        """The newest page whose link appeared on ``source`` by ``after`` and is still there
-        at ``now``: on a hub that shows its latest links, whether any link from before
-        survived (None: none did)."""
-        times = self._appeared[source]
-        gone = self._disappeared[source]
-        for i in range(bisect_right(times, after) - 1, -1, -1):
-            if gone[i] > now:
+        """The newest page first linked from ``source`` by ``after`` that is still there at
+        ``now``: on a hub that shows its latest links, whether any link from before survived
+        (None: none did, among the last :data:`SURVIVOR_SCAN` before ``after``)."""
+        times, gone, own = self._appeared[source], self._disappeared[source], self._own[source]
+        last = bisect_right(times, after) - 1
+        for i in range(last, max(last - SURVIVOR_SCAN, -1), -1):
+            if gone[i] > now and own[i]:
                 page: int = self._page[source][i]
                 return page
         return None

@@ -2,9 +2,11 @@
 count and the censoring-aware one side by side (docs/how-it-works.rst, "Hubs that show only
 their latest links").
 
-A source's true rate is the trace's links on it over the trace's duration (its weekly
-average); its estimate, the long-run rate of all its crawls (fading over days, so that the
-daily cycle averages out as it does in the true rate). The sources that matter are those the
+A source's estimate is the long-run rate of all its crawls, fading over ``memory`` seconds
+(3 days), so that the daily cycle averages out; its true rate, the trace's links on it faded
+the same way: each weighs ``e^{-(end - appeared)/memory}``, over the same faded span. (The
+plain average over the trace would differ from any estimate made at its end by the weekly
+cycle: a trace that ends on a weekend.) The sources that matter are those the
 replay crawled less often than their hub fills up, ``λ × (duration / crawls) > K``, so that
 every crawl of theirs is likely to overflow, and at least ``min_crawls`` times: no estimator
 gets a rate within 20% from a handful of crawls.
@@ -49,10 +51,16 @@ class RateErrors:
         )
 
 
-def true_rates(trace: Trace) -> FloatArray:
-    """Links per second on each source over the whole trace."""
-    counts = np.bincount(trace.link_source, minlength=trace.n_sources)
-    return np.asarray(counts / trace.duration, dtype=np.float64)
+def true_rates(trace: Trace, memory: float | None = None) -> FloatArray:
+    """Links per second on each source at the trace's end: over the whole trace, or with
+    ``memory``, faded as the long-run estimate fades its crawls."""
+    if memory is None:
+        counts = np.bincount(trace.link_source, minlength=trace.n_sources)
+        return np.asarray(counts / trace.duration, dtype=np.float64)
+    weight = np.exp(-(trace.duration - trace.link_appeared) / memory)
+    links = np.bincount(trace.link_source, weights=weight, minlength=trace.n_sources)
+    span = memory * -np.expm1(-trace.duration / memory)
+    return np.asarray(links / span, dtype=np.float64)
 
 
 def rate_errors(
@@ -62,8 +70,8 @@ def rate_errors(
     crawled (``crawls`` per source) less often than they fill up, ``min_crawls`` or more."""
     if not trace.source_shows.size:
         raise ValueError("the trace says nothing of how many links its hubs show (sources.csv)")
-    true = true_rates(trace)
     history = core.state.learner.crawls
+    true = true_rates(trace, history.memory)
     with np.errstate(invalid="ignore", divide="ignore"):
         links, span = history.long_run()
         plain = np.where(span > 0, links / span, np.nan)
@@ -71,7 +79,7 @@ def rate_errors(
         aware = np.where(span > 0, links / span, np.nan)
     n = min(trace.n_sources, plain.size)
     count = np.array(crawls[:n], dtype=np.float64)
-    per_crawl = true[:n] * trace.duration / np.maximum(count, 1.0)
+    per_crawl = true_rates(trace)[:n] * trace.duration / np.maximum(count, 1.0)
     shows = trace.source_shows[:n]
     fills = (shows > 0) & (per_crawl > shows) & (count >= min_crawls) & (true[:n] > 0)
     fills &= np.isfinite(plain[:n])

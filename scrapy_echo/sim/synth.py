@@ -73,7 +73,7 @@ class SynthParams:
     # on each teaser): sources.csv's ``dated``. The default writes none.
     dated_share: float = 0.0
     # Pages that change after publication (updates.csv): on each site a share of its pages
-    # (``update_share`` on average, drawn per site between none and twice that) change as a
+    # (drawn per site between none and twice ``update_share``, at most all) change as a
     # Poisson process over their first ``update_days``, every ``update_hours`` on average
     # (lognormal across sites, spread ``update_sigma``): corrections are rare, live blogs
     # change hourly. Nothing else in the trace depends on them.
