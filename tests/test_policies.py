@@ -223,6 +223,7 @@ def test_every_named_policy_exists_and_unknown_names_fail() -> None:
         "echo-newpages",
         "echo-cycles",
         "echo-explore",
+        "echo-censored",
         "echo-paper",
         "echo-schedule",
         "echo-greedy",

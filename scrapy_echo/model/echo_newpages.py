@@ -19,7 +19,9 @@ Past the paper (:class:`~scrapy_echo.model.policies.EchoPaper` is the reference,
   rate credited to the other (seed 004's overlap; docs/how-it-works.rst, "Overlapping
   sources").
 
-``echo-explore`` (:mod:`scrapy_echo.model.explore_policy`) adds seed 004's UCB1-tuned
+``echo-censored`` (:mod:`scrapy_echo.model.censored_policy`) plans with censoring-aware rates
+for hubs that fill up between crawls: experimental, as is
+``echo-explore`` (:mod:`scrapy_echo.model.explore_policy`), which adds seed 004's UCB1-tuned
 exploration share: experimental.
 """
 
@@ -46,7 +48,6 @@ class EchoNewPages(EchoPaper):
     uses_limits = True
     uses_overlaps = True
     learned_priors = True
-    censoring_aware = True
     refreshes = True
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:

@@ -3,6 +3,7 @@ choose from."""
 
 from __future__ import annotations
 
+from scrapy_echo.model.censored_policy import EchoCensored
 from scrapy_echo.model.cycle_policy import EchoCycles
 from scrapy_echo.model.discovery_policies import OdWin, RoundRobin
 from scrapy_echo.model.echo_newpages import EchoNewPages
@@ -24,6 +25,7 @@ POLICIES: dict[str, type[Policy]] = {
         EchoNewPages,
         EchoCycles,
         EchoExplore,
+        EchoCensored,
         EchoPaper,
         EchoSchedule,
         EchoGreedy,
