@@ -173,6 +173,7 @@ def _replay(trace: Trace, name: str, rate: float, args: argparse.Namespace) -> R
         clicks=not args.no_clicks,
         signals=not args.no_signals,
         refresh_share=args.refresh_share,
+        refresh_stale_cost=args.refresh_stale_cost,
     )
     started = time.monotonic()
     bar = Progress(f"{name} @ {rate:g}/s")
@@ -318,6 +319,12 @@ def _parser() -> argparse.ArgumentParser:
             type=float,
             default=0.0,
             help="the refresh lane's share of the budget, as ECHO_REFRESH_SHARE (0: none)",
+        )
+        p.add_argument(
+            "--refresh-stale-cost",
+            type=float,
+            default=1.0,
+            help="what a click on a stale copy loses, as ECHO_REFRESH_STALE_COST (1)",
         )
         p.add_argument(
             "--half-life",
