@@ -2,16 +2,17 @@
 "Refreshing pages that change").
 
 A page fetched at ``t`` is stale once it changes (a correction, a live blog's update), at a
-rate ``1/Δ`` learned per group (a host: pages of a site are edited alike) from refetches that
-found it changed or not (content digest or ETag), with seed 003's pseudo-observations as the
-prior (:class:`~scrapy_echo.model.change_book.ChangeBook`, the prior fitted to all groups).
-Its refresh is worth seed 003's cost trade with ECHO's prices: a crawl costs ``C_c = ω``
-(ECHO's value of a crawl, in clicks), and a stale page costs ``C_s = stale_cost × P μ
-e^{-μ·age}``, the clicks per second it still draws served stale. So each page is refetched
-every ``t* = g⁻¹(C_c / (C_s Δ)) Δ``, and never once ``C_c ≥ C_s Δ``: as the page ages its
-clicks fade, its interval grows, and it leaves the lane. If the refreshes would take more
-than the lane's share of the budget, ``C_c`` is raised until they fit. A group's rate is taken
-at its posterior mean plus one standard deviation: optimism, so that the lane learns.
+rate ``1/Δ`` learned per group (the host of its source: a site's pages are edited alike) from
+refetches that found it changed or not (content digest or ETag), with seed 003's
+pseudo-observations as the prior (:class:`~scrapy_echo.model.change_book.ChangeBook`, the
+prior fitted to all groups). Its refresh is worth seed 003's cost trade with ECHO's prices: a
+crawl costs ``C_c = ω`` (ECHO's value of a crawl, in clicks), and a stale page costs
+``C_s = stale_cost × P μ e^{-μ·age}``, the clicks per second it still draws served stale. So
+each page is refetched every ``t* = g⁻¹(C_c / (C_s Δ)) Δ``, and never once ``C_c ≥ C_s Δ``:
+as the page ages its clicks fade and its interval grows; once no refetch pays and most of its
+clicks have come, it leaves the lane. If the refreshes would take more than the lane's share
+of the budget, ``C_c`` is raised until they fit. A group's rate is taken at its posterior mean
+plus one standard deviation: optimism, so that the lane learns.
 """
 
 from __future__ import annotations
