@@ -27,6 +27,7 @@ from twisted.internet.task import LoopingCall
 from scrapy_echo import source_control
 from scrapy_echo.core.events import SourceAdded
 from scrapy_echo.distributed.wire import decode_request, encode_request
+from scrapy_echo.echo_requests import refresh_request, source_request
 from scrapy_echo.jobdir import Checkpointer
 from scrapy_echo.politeness import Politeness
 from scrapy_echo.runtime import EchoComponent, EchoRuntime
@@ -272,26 +273,14 @@ class EchoScheduler(EchoComponent):
         return self._serve_plain() if self.plain else None
 
     def _refresh_request(self, now: float) -> Request | None:
-        """A fetched page due for a refetch by the refresh lane (docs/how-it-works.rst,
-        "Refreshing pages that change"), to the page callback with ``echo_refresh`` set."""
+        """A fetched page due for a refetch by the refresh lane, if its slot is free."""
         core = self.runtime.core
         page = core.next_refresh(now)
         if page is None:
             return None
         tracked = self.state.refresh.pages[page]
-        echo = {
-            "kind": "refresh",
-            "page": tracked.url,
-            "source_url": self.state.sources[tracked.source].url,
-            "appeared": tracked.appeared,
-        }
-        request = Request(
-            tracked.url,
-            callback=self.runtime.page_callback(),
-            dont_filter=True,  # fetched before: Scrapy's own filter would drop it
-            # (an HTTP cache would answer a refetch with the copy it has)
-            meta={"echo": echo, "echo_refresh": True, "dont_cache": True},
-        )
+        source_url = self.state.sources[tracked.source].url
+        request = refresh_request(tracked, source_url, self.runtime.page_callback())
         if self.runtime.config.politeness:
             key = self.politeness.slot_key(request)
             if not self._slot_free(key):
@@ -357,7 +346,7 @@ class EchoScheduler(EchoComponent):
                 if count:
                     self.inc_stat("echo/scheduler/dequeued/page")
                 return request
-            request = self._source_request(source)
+            request = source_request(self.state.sources[source], source, self._source_callback)
             if polite and not self._slot_free(self.politeness.slot_key(request)):
                 blocked = self._blocked = self._set_aside(blocked, source)
                 continue
@@ -412,21 +401,6 @@ class EchoScheduler(EchoComponent):
             blocked = grown
         blocked[source] = True
         return blocked
-
-    def _source_request(self, source: int) -> Request:
-        status = self.state.sources[source]
-        headers = {}
-        if status.etag:
-            headers["If-None-Match"] = status.etag
-        if status.last_modified:
-            headers["If-Modified-Since"] = status.last_modified
-        return Request(
-            status.url,
-            callback=self._source_callback,
-            headers=headers,
-            dont_filter=True,
-            meta={"echo": {"kind": "source", "source": source, "url": status.url}},
-        )
 
     def _nap(self, now: float) -> float:
         """Seconds until a source is due under the current plan (at most ``_MAX_NAP``);
