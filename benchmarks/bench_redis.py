@@ -97,7 +97,7 @@ def echo_round(
         )  # fmt: skip
     popped, acks = 0, []
     while True:
-        leased = store.exchange(Exchange(acks=acks, want=lease_batch), **options)  # type: ignore[arg-type]
+        leased, _ = store.exchange(Exchange(acks=acks, want=lease_batch), **options)  # type: ignore[arg-type]
         if not leased:
             break
         for _, payload in leased:
@@ -106,7 +106,7 @@ def echo_round(
         acks = [member for member, _ in leased]
     elapsed = time.perf_counter() - started
     assert popped == len(requests)
-    assert store.exchange(Exchange(acks=acks), **options) == []  # type: ignore[arg-type]
+    assert store.exchange(Exchange(acks=acks), **options)[0] == []  # type: ignore[arg-type]
     assert client.zcard(store.keys["leases"]) == 0  # every lease acked
     return 2 * len(requests) / elapsed
 

@@ -62,7 +62,7 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_DEBUG": False,  # log every decision and every new page
     "ECHO_LOG_INTERVAL": 60.0,  # s between ECHO's status lines (and stats)
     # Distributed mode (on when REDIS_URL is set; see docs/distributed.rst)
-    "ECHO_REDIS_KEY_PREFIX": "echo",  # keys are <prefix>:<spider name>:<name>
+    "ECHO_REDIS_KEY_PREFIX": "echo",  # keys are {<prefix>:<spider name>}:<name>
     "ECHO_REDIS_LEASE_TIMEOUT": 60.0,  # s a leased request is held without renewal
     "ECHO_REDIS_SOLVER_LEASE": 15.0,  # s the planner's lease lasts without renewal
     "ECHO_REDIS_SNAPSHOT_INTERVAL": 10.0,  # s between saves of the planner's state

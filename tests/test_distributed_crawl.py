@@ -115,9 +115,9 @@ def lost_stories(site: LocalNewsSite, url: str, prefix: str, until: float) -> li
     known to Redis: queued, in the planner's saved state, or in a hub crawl reported after
     that state was saved (the next planner applies it)."""
     client = redis.Redis.from_url(url)
-    queued = b"".join(client.hvals(f"{prefix}:monitor:req"))
-    queued += client.hget(f"{prefix}:monitor:snapshot", "state") or b""
-    queued += b"".join(fields[b"d"] for _, fields in client.xrange(f"{prefix}:monitor:events"))
+    queued = b"".join(client.hvals(f"{{{prefix}:monitor}}:req"))
+    queued += client.get(f"{{{prefix}:monitor}}:state") or b""
+    queued += b"".join(fields[b"d"] for _, fields in client.xrange(f"{{{prefix}:monitor}}:events"))
     lost = []
     for name in SECTIONS:
         crawls = [t for t, path in site.hit_log if path == f"/s/{name}/" and t < until]
@@ -133,7 +133,7 @@ def request_rate(site: LocalNewsSite, start: float, end: float) -> float:
 
 
 def planner_pid(url: str, prefix: str) -> int | None:
-    token = redis.Redis.from_url(url).get(f"{prefix}:monitor:solver")
+    token = redis.Redis.from_url(url).get(f"{{{prefix}:monitor}}:solver")
     return int(token.decode().split(":")[1]) if token else None
 
 
@@ -166,11 +166,37 @@ def test_three_workers_killed_again_and_again_lose_nothing(tmp_path, site, redis
     assert 0.9 * RATE <= rate <= 1.1 * RATE, rate
 
     client = redis.Redis.from_url(redis_url)
-    terms = [line.split() for line in client.lrange(f"{prefix}:monitor:solver_log", 0, -1)]
-    assert len({token for _, token, _ in terms}) == len(terms) >= 4  # the planner was killed
-    solves = [int(line.split()[0]) for line in client.lrange(f"{prefix}:monitor:solves", 0, -1)]
+    terms = [line.split() for line in client.lrange(f"{{{prefix}:monitor}}:solver_log", 0, -1)]
+    assert len({line[1] for line in terms}) == len(terms) >= 4  # the planner was killed
+    solves = [int(line.split()[0]) for line in client.lrange(f"{{{prefix}:monitor}}:solves", 0, -1)]
     assert len(solves) > 10
     assert solves == sorted(solves), "a planner re-solved after its successor took over"
+
+
+def test_redis_losing_its_data_and_a_clock_ahead_lose_no_story(tmp_path, site, redis_server):
+    settings = settings_for(site, redis_server.url)
+    prefix = settings["ECHO_REDIS_KEY_PREFIX"]
+    keys = f"{{{prefix}:monitor}}"
+    client = redis.Redis.from_url(redis_server.url)
+    workers = Workers(tmp_path, settings)
+    workers.start()
+    workers.start()
+    time.sleep(6)
+    # A worker whose clock runs an hour ahead reports the busiest hub: it must not be put off.
+    ahead = {"e": "304", "url": site.hub_url("s0"), "t": time.time() + 3600}
+    client.xadd(f"{keys}:events", {"d": json.dumps(ahead)})
+    time.sleep(3)
+    client.flushall()  # Redis restarted without persistence: the queue, the saved state, all
+    time.sleep(12)
+    until = time.time()
+    assert workers.stop() == [0, 0], workers.logs()[-3000:]
+    stats = workers.stats()
+    assert sum(s.get("echo/redis/planner_regained", 0) for s in stats) >= 1
+    assert sum(s.get("echo/redis/rejected/clock_ahead", 0) for s in stats) >= 1
+    log = [line.split() for line in client.lrange(f"{keys}:solver_log", 0, -1)]
+    assert log[-1][-1] == b"regained", log
+    lost = lost_stories(site, redis_server.url, prefix, until)
+    assert lost == [], f"{len(lost)} stories lost ({len(site.first_fetch)} fetched)"
 
 
 def test_redis_outage_makes_workers_wait_not_crash_or_lose(tmp_path, site, redis_server):
@@ -215,7 +241,7 @@ class RunsCode:
 
 def test_hostile_and_malformed_queue_entries_are_refused_and_counted(tmp_path, site, redis_url):
     settings = {**settings_for(site, redis_url), "CLOSESPIDER_TIMEOUT": 6}
-    keys = f"{settings['ECHO_REDIS_KEY_PREFIX']}:monitor"
+    keys = f"{{{settings['ECHO_REDIS_KEY_PREFIX']}:monitor}}"
     marker = tmp_path / "pickle-ran"
     client = redis.Redis.from_url(redis_url)
     planted = {

@@ -9,7 +9,7 @@ import uuid
 import pytest
 import redis
 
-from scrapy_echo.distributed.store import Exchange, RedisStore
+from scrapy_echo.distributed.store import SNAPSHOT_BLOCK, Exchange, RedisStore
 
 OPTIONS = {"lease_ms": 300, "rate": 0.0, "burst": 1.0, "plain_share": 0.5, "done_ttl_ms": 60_000}
 
@@ -20,7 +20,7 @@ def store(redis_url: str) -> RedisStore:
 
 
 def lease(store: RedisStore, want: int, **options: float) -> list[tuple[str, bytes]]:
-    return store.exchange(Exchange(want=want), **{**OPTIONS, **options})  # type: ignore[arg-type]
+    return store.exchange(Exchange(want=want), **{**OPTIONS, **options})[0]  # type: ignore[arg-type]
 
 
 def test_leased_request_returns_when_its_lease_expires_and_an_old_ack_does_nothing(store):
@@ -85,20 +85,46 @@ def test_planner_lease_is_exclusive_and_writes_are_fenced(store):
     time.sleep(0.4)  # A stalls past its lease: B takes over with a new term
     assert store.acquire_solver("B", 300) == 2
     assert store.push("A", [("p:1", 1.0, "{}")]) == -1
-    held, _, _, _, _ = store.poll("A", 300, "0-0", 10)
+    held, _, _, _, _ = store.poll("A", 1, 300, "0-0", 10)
     assert not held
     assert store.save_snapshot("B", b"state", "0-0")
     assert store.load_snapshot() == (b"state", "0-0")
+
+
+def test_a_large_state_is_saved_a_block_at_a_time_and_only_by_the_lease_holder(store):
+    state = bytes(range(256)) * (9 * SNAPSHOT_BLOCK // 256 // 4)  # 2.25 blocks
+    assert store.acquire_solver("A", 5000) == 1
+    assert store.save_snapshot("A", state, "5-0")
+    assert store.load_snapshot() == (state, "5-0")
+    assert store.client.ttl(store.keys["state"]) == -1  # kept for good, not staged
+    assert not store.save_snapshot("B", b"other", "9-0")  # not the lease holder
+    assert store.load_snapshot() == (state, "5-0")
+    assert store.client.keys(f"{store.keys['state']}:staged:*") == []
+
+
+def test_a_planner_takes_its_lease_back_when_redis_lost_its_data(store):
+    assert store.acquire_solver("A", 5000) == 1
+    assert store.acquire_solver("B", 5000) == 0
+    store.client.delete(*store.keys.values())  # a restart without persistence: keys gone
+    assert store.acquire_solver("B", 5000) == 1  # B takes a lease with nothing but sources
+    held, *_ = store.poll("A", 1, 5000, "0-0", 10)
+    assert held == 2  # A holds the only state: it takes the lease back, under a new term
+    held, *_ = store.poll("B", 1, 5000, "0-0", 10)
+    assert held == 0  # and B steps down
+    log = [line.split() for line in store.client.lrange(store.keys["solver_log"], 0, -1)]
+    assert [(term, token) for term, token, *_ in log] == [(b"1", b"B"), (b"2", b"A")]
+    assert log[-1][-1] == b"regained"
+    assert store.acquire_solver("C", 5000) == 0
 
 
 def test_events_are_read_after_the_snapshot_and_trimmed_up_to_it(store):
     store.acquire_solver("A", 5000)
     events = [f'{{"n":{i}}}' for i in range(5)]
     store.exchange(Exchange(events=events), **OPTIONS)  # type: ignore[arg-type]
-    _, read, _, _, _ = store.poll("A", 5000, "0-0", 3)
+    _, read, _, _, _ = store.poll("A", 1, 5000, "0-0", 3)
     assert [raw for _, raw in read] == [b'{"n":0}', b'{"n":1}', b'{"n":2}']
     assert store.save_snapshot("A", b"s", read[-1][0])
-    _, rest, _, _, _ = store.poll("A", 5000, read[-1][0], 10)
+    _, rest, _, _, _ = store.poll("A", 1, 5000, read[-1][0], 10)
     assert [raw for _, raw in rest] == [b'{"n":3}', b'{"n":4}']
     assert store.client.xlen(store.keys["events"]) <= 3  # trimmed to the snapshot's event
 
@@ -108,10 +134,10 @@ def test_signals_users_add_are_taken_once(store):
     key = store.keys["signals"]
     store.client.xadd(key, {"url": "http://news.test/", "ts": "150"})
     store.client.xadd(key, {"ts": "151"})  # no url: the intake counts it
-    *_, taken = store.poll("A", 5000, "0-0", 10)
+    *_, taken = store.poll("A", 1, 5000, "0-0", 10)
     assert taken == [{b"url": b"http://news.test/", b"ts": b"150"}, {b"ts": b"151"}]
     assert store.client.xlen(key) == 0
-    *_, again = store.poll("A", 5000, "0-0", 10)
+    *_, again = store.poll("A", 1, 5000, "0-0", 10)
     assert again == []
 
 

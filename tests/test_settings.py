@@ -89,7 +89,11 @@ def test_disabled_is_bare_not_configured() -> None:
         ("ECHO_RESOLVE_INTERVAL", 0, "ECHO_RESOLVE_INTERVAL (0) must be a finite number > 0"),
         ("ECHO_HISTORY_SIZE", 0, "ECHO_HISTORY_SIZE (0) must be an integer >= 1"),
         ("ECHO_HISTORY_SIZE", "7.5", "ECHO_HISTORY_SIZE ('7.5') must be an integer >= 1"),
-        ("ECHO_POLICY", "fastest", "ECHO_POLICY ('fastest') must be one of: bfs, echo-censored, echo-cycles"),
+        (
+            "ECHO_POLICY",
+            "fastest",
+            "ECHO_POLICY ('fastest') must be one of: bfs, echo-censored, echo-cycles",
+        ),
         ("ECHO_PLAIN_SHARE", 1.5, "ECHO_PLAIN_SHARE (1.5) must be a finite number >= 0 and <= 1"),
         ("ECHO_CLICK_FEED", "clicks.txt", "ECHO_CLICK_FEED ('clicks.txt') must end in .jsonl"),
         ("ECHO_SAME_SITE", "maybe", "ECHO_SAME_SITE ('maybe') must be true or false"),

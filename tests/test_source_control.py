@@ -123,7 +123,7 @@ def test_echo_sources_command_sends_events_to_redis(redis_url: str) -> None:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    entries = redis.Redis.from_url(redis_url).xrange(f"echo:{spider}:events")
+    entries = redis.Redis.from_url(redis_url).xrange(f"{{echo:{spider}}}:events")
     events = [from_json(json.loads(fields[b"d"])) for _, fields in entries]
     assert events == [SourceRemoved("http://a.test/")]
 

@@ -56,8 +56,8 @@ def redis_store(opts: argparse.Namespace, settings: BaseSettings) -> RedisStore:
     from scrapy.settings import BaseSettings as Settings
 
     from scrapy_echo.distributed.scheduler import redis_client
-    from scrapy_echo.distributed.store import RedisStore
+    from scrapy_echo.distributed.store import RedisStore, key_base
 
     prefix = opts.prefix or settings.get("ECHO_REDIS_KEY_PREFIX", "echo")
     client = redis_client(Settings({"REDIS_URL": opts.redis}))
-    return RedisStore(client, f"{prefix}:{opts.spider}")
+    return RedisStore(client, key_base(prefix, opts.spider))

@@ -36,6 +36,7 @@ from typing import Any
 
 _MAX_URL = 8192
 _MAX_TEXT = 1024
+_MAX_TIME = 1e11  # seconds: the year 5138 (a simulated crawl counts from 0)
 MAX_ALIASES = 8  # a redirect chain and a canonical link; more is not one page
 
 
@@ -242,8 +243,13 @@ def _url(value: Any, what: str) -> str:
 
 
 def _time(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidEvent("bad_time", f"{what} must be a finite number, got {value!r:.80}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or abs(value) > _MAX_TIME
+    ):
+        raise InvalidEvent("bad_time", f"{what} must be a time in seconds, got {value!r:.80}")
     return float(value)
 
 

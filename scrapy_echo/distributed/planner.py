@@ -19,11 +19,13 @@ from __future__ import annotations
 import json
 import logging
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy_echo import snapshot as snapshots
 from scrapy_echo.codec import CodecError
 from scrapy_echo.core.events import (
+    Event,
     InvalidEvent,
     PageFetched,
     SourceFailed,
@@ -31,6 +33,7 @@ from scrapy_echo.core.events import (
     SourceNotModified,
     from_json,
 )
+from scrapy_echo.distributed.clock import MAX_AHEAD
 from scrapy_echo.model.registry import make_policy
 from scrapy_echo.settings import read_sources
 from scrapy_echo.state import CrawlState, fingerprint
@@ -47,6 +50,10 @@ logger = logging.getLogger(__name__)
 EVENTS_PER_ROUND = 2000
 _PAGE_HEAD_START_MS = 1e9  # ~11 days: more than any source crawl waits in the queue
 _SNAPSHOT_NEVER = -math.inf
+# A queued page not reported fetched after this many lease timeouts is no longer kept for a
+# re-queue: it failed (failures send no event) or its report is long applied.
+_PAGES_KEPT_LEASES = 4
+_SAVE_SHARE_INVERSE = 10
 
 
 class PlannerHost(Protocol):
@@ -80,11 +87,17 @@ class Planner:
         # Source crawls queued and not yet reported, by request id -> when queued: the policy
         # is not asked to choose them again meanwhile.
         self.outstanding: dict[str, float] = {}
+        # New pages queued and not yet reported fetched, by request id -> (when, request): a
+        # Redis that loses its data loses them with the queue, their links already seen, so
+        # the planner queues them again (see regained).
+        self.queued_pages: dict[str, tuple[float, Request]] = {}
+        self._requeue: list[Request] = []
         self._solves_logged = 0
         self.last_event = "0-0"
         self._seq = 0
         self._saved_at = _SNAPSHOT_NEVER
         self._next_try = -math.inf
+        self.save_seconds = 0.0  # how long the last save took (encoding and upload)
 
     @property
     def active(self) -> bool:
@@ -126,6 +139,8 @@ class Planner:
             fresh.add_source(url)
         self.runtime.holds_state = True
         self.outstanding.clear()
+        self.queued_pages.clear()
+        self._requeue.clear()
         self.runtime.policy = make_policy(self.config.policy)  # no caches of another state
         self._saved_at = _SNAPSHOT_NEVER
         self.renewed_at = self.runtime.clock()
@@ -138,6 +153,24 @@ class Planner:
         )
         self._solves_logged = self.runtime.solves
         self.runtime.replan()
+
+    def regained(self, term: int) -> None:
+        """Redis lost its data (restarted without persistence, or evicted keys) and this
+        planner took the lease back as ``term``: its state is the only copy. It is saved at
+        once, and what the lost queue held is queued again: the pages not reported fetched,
+        and the sources' crawls (chosen again as the policy sees fit)."""
+        logger.warning(
+            "ECHO: Redis lost the crawl's keys (restarted without persistence, or evicted); "
+            "planner term %d keeps its state as term %d, saves it and queues again %d pages",
+            self.term,
+            term,
+            len(self.queued_pages),
+        )
+        self.term = term
+        self._saved_at = _SNAPSHOT_NEVER
+        self.outstanding.clear()
+        self._requeue = [request for _, request in self.queued_pages.values()]
+        self.queued_pages.clear()
 
     def step_down(self, why: str) -> None:
         if self.active:
@@ -157,10 +190,13 @@ class Planner:
                 kind = exc.kind if isinstance(exc, InvalidEvent) else "event_not_json"
                 self.scheduler.count_rejected(kind, message=f"event {event_id}: {exc}")
                 continue
+            event = self._dated(event, now)
             if isinstance(event, SourceFetched | PageFetched | SourceNotModified | SourceFailed):
                 self.runtime.throughput.add(now)
             if isinstance(event, SourceFetched | SourceNotModified | SourceFailed):
                 self.outstanding.pop(source_id(event.url), None)
+            elif isinstance(event, PageFetched):
+                self.queued_pages.pop(page_id(event.url), None)
             try:
                 pages = self.runtime.apply(event)
             except Exception as exc:  # well formed, yet the state cannot take it: skip it
@@ -175,6 +211,18 @@ class Planner:
                 self.scheduler.count_rejected("bad_source", message=f"pushed source: {exc}")
                 continue
             self.runtime.state.add_source(url)
+
+    def _dated(self, event: Event, now: float) -> Event:
+        """``event`` with a time from the future (past :data:`.clock.MAX_AHEAD`) set to
+        ``now``: a source fetched "later" would make every honest fetch after it a span of
+        zero, and a page "appearing" later would wait for ever (counted, logged once)."""
+        t = getattr(event, "t", None)
+        if t is None or t <= now + MAX_AHEAD:
+            return event
+        self.scheduler.count_rejected("clock_ahead", message=f"an event {t - now:.0f} s ahead")
+        if isinstance(event, PageFetched):
+            return replace(event, t=now, appeared=min(event.appeared, now))
+        return replace(event, t=now)  # type: ignore[arg-type]
 
     def take_signals(self, entries: list[dict[bytes, bytes]]) -> None:
         """The signals users added to the ``signals`` stream (fields ``url`` and ``ts``),
@@ -197,8 +245,13 @@ class Planner:
         stale = now - 2 * self.config.redis_lease_timeout
         for rid in [rid for rid, queued in self.outstanding.items() if queued < stale]:
             del self.outstanding[rid]  # its report never came (a refused or lost request)
-        for _ in range(target - depth):
-            request = self.scheduler.next_echo_request(now, count=False)
+        forgotten = now - _PAGES_KEPT_LEASES * self.config.redis_lease_timeout
+        for rid in [rid for rid, (queued, _) in self.queued_pages.items() if queued < forgotten]:
+            del self.queued_pages[rid]  # failed (no report), or long fetched and reported
+        requeue, self._requeue = self._requeue, []
+        for _ in range(max(target - depth, len(requeue))):
+            next_request = self.scheduler.next_echo_request
+            request = requeue.pop() if requeue else next_request(now, count=False)
             if request is None:
                 break
             rid = request_id(request)
@@ -207,6 +260,8 @@ class Planner:
             is_source = rid.startswith("s:")
             if is_source:
                 self.outstanding[rid] = now
+            else:
+                self.queued_pages[rid] = (now, request)
             try:
                 payload = self.scheduler.encode(request)
             except ValueError as exc:
@@ -227,7 +282,10 @@ class Planner:
         return [f"{self.term} {int(now * 1000)}"] * count if self.active else []
 
     def snapshot_due(self, now: float) -> bool:
-        return now - self._saved_at >= self.config.redis_snapshot_interval
+        # A save holds the worker's Redis thread (its round trips wait): with a large state,
+        # saves are spaced so that they take at most a tenth of the time.
+        gap = max(self.config.redis_snapshot_interval, _SAVE_SHARE_INVERSE * self.save_seconds)
+        return now - self._saved_at >= gap
 
     def snapshot(self, now: float) -> tuple[snapshots.Captured, str]:
         """The state captured now (cheap), to encode and save on the Redis thread, and the
@@ -242,7 +300,11 @@ def request_id(request: Request) -> str:
     echo: Any = request.meta.get("echo", {})
     if echo.get("kind") == "source":
         return source_id(request.url)
-    return f"p:{fingerprint(canonical_url(request.url)):016x}"
+    return page_id(request.url)
+
+
+def page_id(url: str) -> str:
+    return f"p:{fingerprint(canonical_url(url)):016x}"
 
 
 def source_id(url: str) -> str:

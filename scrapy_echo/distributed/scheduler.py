@@ -34,14 +34,16 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from scrapy.settings import BaseSettings
 from scrapy_redis.connection import get_redis_from_settings  # type: ignore[import-untyped]
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo import source_control
 from scrapy_echo.core.events import Event, SourceAdded, to_json
+from scrapy_echo.distributed import preflight
+from scrapy_echo.distributed.clock import FleetClock
 from scrapy_echo.distributed.iothread import RedisThread
 from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
-from scrapy_echo.distributed.store import Exchange, RedisStore
+from scrapy_echo.distributed.store import Exchange, RedisStore, key_base
 from scrapy_echo.distributed.wire import InvalidPayload
 from scrapy_echo.runtime import EchoComponent
 from scrapy_echo.scheduler import EchoScheduler, check_page_callback
@@ -108,6 +110,11 @@ class DistributedScheduler(EchoComponent):
         self._logged_kinds: set[str] = set()
         self._sources_file: SourcesFile | None = None
         self._sources_loop: LoopingCall | None = None
+        self._checked = False  # Redis and the crawl's keys checked (preflight), once
+        self._refused = False
+        # Everything this worker observes is dated by Redis's clock (see .clock).
+        self.clock = FleetClock()
+        runtime.clock = self.clock
         runtime.transport = self._send_event
         runtime.on_done = self._done
         runtime.holds_state = False
@@ -134,7 +141,7 @@ class DistributedScheduler(EchoComponent):
         self.local.attach(spider)
         check_page_callback(self.runtime)
         self.store = RedisStore(
-            self.client, f"{self.runtime.config.redis_key_prefix}:{spider.name}"
+            self.client, key_base(self.runtime.config.redis_key_prefix, spider.name)
         )
         self.io.start()
         config = self.runtime.config
@@ -169,6 +176,9 @@ class DistributedScheduler(EchoComponent):
         # One last round trip: events and acks out. Requests still buffered are not acked,
         # so their leases expire and they return to the queue for the others.
         self.outbox.want = 0
+        if self._refused:
+            self.io.stop()
+            return succeed(None)
         done: Deferred[Any] = self.io.run(self._final_round)
         done.addErrback(lambda failure: logger.warning(
             "ECHO could not reach Redis at close (%s); unsent events are lost, leased "
@@ -179,7 +189,7 @@ class DistributedScheduler(EchoComponent):
     def _final_round(self) -> None:
         self.store.exchange(self.outbox, **self._exchange_options())
         if self.planner.active:
-            captured, event_id = self.planner.snapshot(time.time())
+            captured, event_id = self.planner.snapshot(self.clock())
             self.store.save_snapshot(self.token, captured.to_bytes(), event_id)
             self.store.release_solver(self.token)
 
@@ -297,7 +307,7 @@ class DistributedScheduler(EchoComponent):
         work: Deferred[Any] = self.io.run(self._trip, batch, now, solves)
         # _failed handles a failed round trip only: a bug in handling its reply must not look
         # like one (the batch would be sent twice).
-        work.addCallbacks(self._received, self._failed, errbackArgs=(batch,))
+        work.addCallbacks(self._received, self._failed, (batch,), errbackArgs=(batch,))
         work.addErrback(self._bug)
         work.addBoth(self._next_round)
 
@@ -319,7 +329,14 @@ class DistributedScheduler(EchoComponent):
         self, batch: Exchange, now: float, solves: list[str]
     ) -> tuple[list[tuple[str, bytes]], Any]:
         """On the Redis thread: the worker's exchange, then the planner's part."""
-        leased = self.store.exchange(batch, **self._exchange_options())
+        if not self._checked:
+            verdict = preflight.check(self.store, self._who(), time.time() * 1000)
+            self._checked = True
+            if verdict.refused or verdict.warnings or verdict.notes:
+                return [], ("preflight", verdict)
+        sent = time.time()
+        leased, server = self.store.exchange(batch, **self._exchange_options())
+        self.clock.sample(sent, server, time.time())
         try:
             return leased, self._planner_trip(now, solves)
         except redis.RedisError as exc:
@@ -336,13 +353,23 @@ class DistributedScheduler(EchoComponent):
                 raise
         if planner.active:
             polled = self.store.poll(
-                self.token, planner.lease_ms(), planner.last_event, EVENTS_PER_ROUND, solves
+                self.token,
+                planner.term,
+                planner.lease_ms(),
+                planner.last_event,
+                EVENTS_PER_ROUND,
+                solves,
             )
             return "poll", polled
         return None
 
-    def _received(self, result: tuple[list[tuple[str, bytes]], Any]) -> Deferred[None] | None:
+    def _received(
+        self, result: tuple[list[tuple[str, bytes]], Any], batch: Exchange
+    ) -> Deferred[None] | None:
         leased, planner_part = result
+        if planner_part is not None and planner_part[0] == "preflight":
+            self._preflight(planner_part[1], batch)
+            return None
         if self._down_since is not None:
             logger.warning("ECHO: Redis is back after %.0f s", time.time() - self._down_since)
             self._down_since = None
@@ -364,8 +391,28 @@ class DistributedScheduler(EchoComponent):
             return None
         return self._plan(*planner_part)
 
+    def _who(self) -> str:
+        spider = type(self.spider)
+        project = self.crawler.settings.get("BOT_NAME")
+        return f"{project}/{spider.__module__}.{spider.__qualname__}"
+
+    def _preflight(self, verdict: preflight.Verdict, batch: Exchange) -> None:
+        for note in verdict.notes:
+            logger.info("ECHO: %s", note)
+        for warning in verdict.warnings:
+            logger.warning("ECHO: %s", warning)
+        if verdict.refused:
+            for reason in verdict.refused:
+                logger.error("ECHO refuses to run on this Redis: %s", reason)
+            self.inc_stat("echo/redis/refused")
+            self._closing = self._refused = True  # (close sends nothing to these keys)
+            closing = self.crawler.engine.close_spider_async(reason="echo_redis_refused")
+            Deferred.fromCoroutine(closing).addErrback(self._bug)
+            return
+        self._put_back(batch)  # this round only checked: its batch goes out next round
+
     def _plan(self, what: str, detail: Any) -> Deferred[None] | None:
-        planner, now = self.planner, time.time()
+        planner, now = self.planner, self.clock()
         if what == "error":
             self.inc_stat("echo/redis/errors")
             if planner.active and now - planner.renewed_at > self.runtime.config.redis_solver_lease:
@@ -379,6 +426,9 @@ class DistributedScheduler(EchoComponent):
         if not held:
             planner.step_down("its lease expired (the worker stalled)")
             return None
+        if held != planner.term:
+            planner.regained(held)
+            self.inc_stat("echo/redis/planner_regained")
         planner.renewed_at = now
         planner.apply(events, sources, now)
         planner.take_signals(signals)
@@ -399,12 +449,15 @@ class DistributedScheduler(EchoComponent):
         if snapshot is None:
             return True
         captured, event_id = snapshot  # (encoded here, on the Redis thread)
+        started = time.monotonic()
         data = captured.to_bytes()
         if captured.skipped:
             from twisted.internet import reactor  # (no reactor at import time)
 
             reactor.callFromThread(self.count_rejected, "unencodable", captured.skipped)
-        return self.store.save_snapshot(self.token, data, event_id)
+        saved = self.store.save_snapshot(self.token, data, event_id)
+        self.planner.save_seconds = time.monotonic() - started
+        return saved
 
     def _written(self, held: bool) -> None:
         if not held:
@@ -417,12 +470,15 @@ class DistributedScheduler(EchoComponent):
         self.inc_stat("echo/redis/errors")
         self.planner.step_down(f"queueing failed ({failure.getErrorMessage()})")
 
-    def _failed(self, failure: Any, batch: Exchange) -> None:
-        # Nothing of the batch is lost: it goes back in front of what came since.
+    def _put_back(self, batch: Exchange) -> None:
+        """The batch back in front of what came since: nothing of it is lost."""
         self.outbox.events[:0] = batch.events
         self.outbox.acks[:0] = batch.acks
         self.outbox.plain[:0] = batch.plain
         self.outbox.rejected[:0] = batch.rejected
+
+    def _failed(self, failure: Any, batch: Exchange) -> None:
+        self._put_back(batch)
         now = time.time()
         self._backoff = min(_MAX_BACKOFF, max(0.5, self._backoff * 2))
         self._pause_until = now + self._backoff

@@ -145,14 +145,33 @@ return term
 """
 )
 
-# KEYS: solver; ARGV: token, lease_ms. 1 if still held (and extended), else 0.
-RENEW_SOLVER = """
+# KEYS: solver, counters, solver_log; ARGV: token, lease_ms, term. The term the planner holds
+# (extended), or 0 if it lost the lease. The log of terms is only ever appended to: if it no
+# longer holds this planner's term, Redis lost its data since that term began (restarted
+# without persistence, or evicted keys). The planner then holds the only copy of the state,
+# and takes the lease back under a new term above every other, even from a worker that took
+# it meanwhile with nothing but the sources.
+RENEW_SOLVER = (
+    NOW
+    + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
+  return tonumber(ARGV[3])
 end
-return 0
+local mine = ARGV[3] .. ' ' .. ARGV[1] .. ' '
+for _, line in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+  if string.sub(line, 1, #mine) == mine then
+    return 0
+  end
+end
+local counter = tonumber(redis.call('HGET', KEYS[2], 'solver_term')) or 0
+local new = math.max(counter, tonumber(ARGV[3])) + 1
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('HSET', KEYS[2], 'solver_term', new)
+redis.call('RPUSH', KEYS[3], new .. ' ' .. ARGV[1] .. ' ' .. now .. ' regained')
+return new
 """
+)
 
 # KEYS: solver; ARGV: token
 RELEASE_SOLVER = """
@@ -162,13 +181,20 @@ end
 return 0
 """
 
-# KEYS: solver, snapshot, events; ARGV: token, state, last applied event id
+# KEYS: solver, snapshot, events, state, staged; ARGV: token, last applied event id, size.
+# The state was uploaded to the staged key a block at a time (no one command carries it
+# whole); it replaces the saved one here, at once, if this planner still holds the lease.
 SAVE_SNAPSHOT = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local size = tonumber(ARGV[3])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] or size == 0 or redis.call('STRLEN', KEYS[5]) ~= size then
+  redis.call('DEL', KEYS[5])
   return 0
 end
-redis.call('HSET', KEYS[2], 'state', ARGV[2], 'event', ARGV[3])
-redis.call('XTRIM', KEYS[3], 'MINID', ARGV[3])
+redis.call('RENAME', KEYS[5], KEYS[4])
+redis.call('PERSIST', KEYS[4])
+redis.call('HSET', KEYS[2], 'event', ARGV[2], 'size', ARGV[3])
+redis.call('HDEL', KEYS[2], 'state')
+redis.call('XTRIM', KEYS[3], 'MINID', ARGV[2])
 return 1
 """
 
@@ -181,3 +207,17 @@ for _, entry in ipairs(entries) do
 end
 return entries
 """
+
+# KEYS: crawl; ARGV: who (project and spider class). Creates the crawl's identity if absent.
+# Returns {who, created ms, 1 if created now else 0}.
+CLAIM = (
+    NOW
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'who', ARGV[1], 'created', now)
+  return {ARGV[1], now, 1}
+end
+local held = redis.call('HMGET', KEYS[1], 'who', 'created')
+return {held[1] or '', tonumber(held[2]) or 0, 0}
+"""
+)

@@ -1,7 +1,8 @@
 """The Redis side of distributed mode: key names and every round trip, one batch each.
 
 All calls here block, so they run on the worker's Redis thread (:mod:`.iothread`), never on
-the reactor. Keys are ``<ECHO_REDIS_KEY_PREFIX>:<spider>:<name>``; see :data:`KEY_NAMES`.
+the reactor. Keys are ``{<ECHO_REDIS_KEY_PREFIX>:<spider>}:<name>`` (:func:`key_base`); see
+:data:`KEY_NAMES`.
 """
 
 from __future__ import annotations
@@ -26,14 +27,25 @@ KEY_NAMES = (
     "events",  # observations from every worker, applied by the planner (stream)
     "solver",  # the planner's lease: its token (string with expiry)
     "solver_log",  # "<term> <token> <ms>" per planner lease taken (list)
-    "snapshot",  # the planner's state and the last event it includes (hash)
+    "snapshot",  # the last event in the saved state, and its size (hash)
+    "state",  # the planner's saved state (string, written and read a block at a time)
     "sources",  # URLs users push to add sources at run time (list)
     "solves",  # "<term> <ms>" per re-solve, so anyone can check one solver at a time (list)
     "signals",  # change signals users add, fields url and ts (stream; the planner takes them)
+    "crawl",  # which crawl these keys hold: project, spider class, when created (hash)
 )
 
 
+def key_base(prefix: str, spider: str) -> str:
+    """``{<prefix>:<spider>}``: the braces are a Redis Cluster hash tag, so all of a crawl's
+    keys live in one slot (every script touches several at once; across slots Redis Cluster
+    refuses them with ``CROSSSLOT``)."""
+    return f"{{{prefix}:{spider}}}"
+
+
 SIGNALS_PER_ROUND = 1000
+SNAPSHOT_BLOCK = 4 << 20  # bytes of saved state per command
+_STAGED_TTL_MS = 600_000
 
 
 def _stream_fields(entries: Any) -> list[dict[bytes, bytes]]:
@@ -76,11 +88,18 @@ class RedisStore:
         self._release_solver = register(scripts.RELEASE_SOLVER)
         self._save = register(scripts.SAVE_SNAPSHOT)
         self._take_signals = register(scripts.TAKE_SIGNALS)
+        self._claim = register(scripts.CLAIM)
 
     def _k(self, *names: str) -> list[str]:
         return [self.keys[name] for name in names]
 
     # -- every worker ----------------------------------------------------------------------
+    def claim(self, who: str) -> tuple[str, float, bool]:
+        """Whose crawl these keys hold (``who`` if none: it is now), since when (ms), and
+        whether it was created now."""
+        held, created, fresh = self._claim(self._k("crawl"), [who])
+        return held.decode(errors="replace"), float(created), bool(fresh)
+
     def exchange(
         self,
         batch: Exchange,
@@ -90,12 +109,15 @@ class RedisStore:
         burst: float,
         plain_share: float,
         done_ttl_ms: int,
-    ) -> list[tuple[str, bytes]]:
+    ) -> tuple[list[tuple[str, bytes]], float]:
         """Send events, acks, lease renewals and plain requests; lease up to ``want``
-        requests within the global budget. One atomic transaction: after a failure nothing
-        of it happened (unless the connection broke after the server ran it; then events may
-        arrive twice, which the planner tolerates, and leases expire)."""
+        requests within the global budget. Returns the leases and Redis's time (s).
+
+        One atomic transaction: after a failure nothing of it happened (unless the connection
+        broke after the server ran it; then events may arrive twice, which the planner
+        tolerates, and leases expire)."""
         pipe = self.client.pipeline(transaction=True)
+        pipe.time()
         for event in batch.events:
             pipe.xadd(self.keys["events"], {"d": event})
         if batch.acks:
@@ -117,10 +139,13 @@ class RedisStore:
                 client=pipe,
             )
         replies = pipe.execute()
+        seconds, micros = replies[0]
+        server = seconds + micros / 1e6
         if batch.want <= 0:
-            return []
+            return [], server
         flat_out = replies[-1]
-        return [(flat_out[i].decode(), flat_out[i + 1]) for i in range(0, len(flat_out), 2)]
+        leased = [(flat_out[i].decode(), flat_out[i + 1]) for i in range(0, len(flat_out), 2)]
+        return leased, server
 
     # -- the planner -----------------------------------------------------------------------
     def acquire_solver(self, token: str, lease_ms: int) -> int:
@@ -133,19 +158,22 @@ class RedisStore:
     def poll(
         self,
         token: str,
+        term: int,
         lease_ms: int,
         after: str,
         count: int,
         solves: list[str] = (),  # type: ignore[assignment]
-    ) -> tuple[bool, list[tuple[str, bytes]], list[bytes], int, list[dict[bytes, bytes]]]:
-        """Renew the lease; events after ``after``; sources users pushed; queue depth; the
-        signals users added (taken: at most once, as pushed sources are). Logs
-        ``solves`` (unfenced on purpose: a planner that kept solving after losing its lease
-        would show in the log)."""
+    ) -> tuple[int, list[tuple[str, bytes]], list[bytes], int, list[dict[bytes, bytes]]]:
+        """Renew the lease (the term held: ``term``, a new one if Redis lost its data and the
+        planner took the lease back, 0 if lost); events after ``after``; sources users
+        pushed; queue depth; the signals users added (taken: at most once, as pushed sources
+        are). Logs ``solves`` (unfenced on purpose: a planner that kept solving after losing
+        its lease would show in the log)."""
         pipe = self.client.pipeline(transaction=True)
         if solves:
             pipe.rpush(self.keys["solves"], *solves)
-        self._renew_solver(self._k("solver"), [token, lease_ms], client=pipe)
+        self._renew_solver(self._k("solver", "counters", "solver_log"), [token, lease_ms, term],
+                           client=pipe)  # fmt: skip
         pipe.xrange(self.keys["events"], f"({after}", "+", count=count)
         pipe.lrange(self.keys["sources"], 0, 99)
         pipe.ltrim(self.keys["sources"], 100, -1)
@@ -153,7 +181,7 @@ class RedisStore:
         self._take_signals(self._k("signals"), [SIGNALS_PER_ROUND], client=pipe)
         *_, held, events, sources, _, depth, taken = pipe.execute()
         decoded = [(eid.decode(), fields.get(b"d", b"")) for eid, fields in events]
-        return bool(held), decoded, list(sources), int(depth), _stream_fields(taken)
+        return int(held), decoded, list(sources), int(depth), _stream_fields(taken)
 
     def push(self, token: str, requests: list[tuple[str, float, str]]) -> int:
         """Queue the planner's requests (fenced: -1 if it no longer holds the lease)."""
@@ -163,13 +191,35 @@ class RedisStore:
         return int(self._push(self._k("queue", "plainq", "req", "done", "solver"), flat))
 
     def save_snapshot(self, token: str, state: bytes, event_id: str) -> bool:
-        return bool(self._save(self._k("solver", "snapshot", "events"), [token, state, event_id]))
+        """Save the planner's state (fenced: False if it no longer holds the lease), a block
+        at a time: each command stays short whatever the state's size, well under the
+        socket timeout and Redis's bulk limit (512 MB), and a save cut short changes
+        nothing."""
+        staged = f"{self.keys['state']}:staged:{token}"
+        self.client.delete(staged)
+        view = memoryview(state)
+        for at in range(0, len(view), SNAPSHOT_BLOCK):
+            self.client.append(staged, view[at : at + SNAPSHOT_BLOCK].tobytes())
+        self.client.pexpire(staged, _STAGED_TTL_MS)  # a planner that dies mid-upload
+        keys = [*self._k("solver", "snapshot", "events", "state"), staged]
+        return bool(self._save(keys, [token, event_id, len(state)]))
 
     def load_snapshot(self) -> tuple[bytes, str] | None:
-        state, event = self.client.hmget(self.keys["snapshot"], ["state", "event"])
-        if not isinstance(state, bytes):
+        """The saved state and the last event in it, read a block at a time."""
+        event, size, legacy = self.client.hmget(self.keys["snapshot"], ["event", "size", "state"])
+        event_id = event.decode() if isinstance(event, bytes) else "0-0"
+        if isinstance(legacy, bytes):  # saved whole by an earlier build
+            return legacy, event_id
+        if not isinstance(size, bytes):
             return None
-        return state, event.decode() if isinstance(event, bytes) else "0-0"
+        blocks: list[bytes] = []
+        for at in range(0, int(size), SNAPSHOT_BLOCK):
+            block = self.client.getrange(self.keys["state"], at, at + SNAPSHOT_BLOCK - 1)
+            blocks.append(block if isinstance(block, bytes) else block.encode())
+        state = b"".join(blocks)
+        if len(state) != int(size):  # missing or cut (evicted, damaged): unreadable, counted
+            return state[:0], event_id
+        return state, event_id
 
     # -- inspection (tests, reports) -------------------------------------------------------
     def counters(self) -> dict[str, int]:
