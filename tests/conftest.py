@@ -45,14 +45,22 @@ def _redis_binary() -> str:
 
 
 class RedisServer:
-    """A throw-away redis-server (persistence off) on a free port."""
+    """A throw-away redis-server on a free port: persistence off, or with ``appendonly`` an
+    append-only file (fsync every write) that a :meth:`restart` reloads."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, appendonly: bool = False) -> None:
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.workdir = workdir
+        self.appendonly = appendonly
+        self._start()
+
+    def _start(self) -> None:
+        aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.appendonly else [
+            "--appendonly", "no"]  # fmt: skip
         self.proc = subprocess.Popen(
             [_redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+             "--save", "", *aof, "--dir", str(self.workdir)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -84,6 +92,11 @@ class RedisServer:
         self.resume()
         self.proc.terminate()
         self.proc.wait(timeout=10)
+
+    def restart(self) -> None:
+        """Stop the server and start it again on the same port and files."""
+        self.stop()
+        self._start()
 
 
 @pytest.fixture(scope="session")

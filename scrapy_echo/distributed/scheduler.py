@@ -38,7 +38,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo import source_control
-from scrapy_echo.core.events import Event, SourceAdded, to_json
+from scrapy_echo.core.events import Event, SourceAdded, SourceFetched, to_json
 from scrapy_echo.distributed import preflight
 from scrapy_echo.distributed.clock import FleetClock
 from scrapy_echo.distributed.iothread import RedisThread
@@ -112,6 +112,7 @@ class DistributedScheduler(EchoComponent):
         self._sources_loop: LoopingCall | None = None
         self._checked = False  # Redis and the crawl's keys checked (preflight), once
         self._refused = False
+        self._hurried = False  # a source crawl's links wait to be sent: no poll delay
         # Everything this worker observes is dated by Redis's clock (see .clock).
         self.clock = FleetClock()
         runtime.clock = self.clock
@@ -260,6 +261,16 @@ class DistributedScheduler(EchoComponent):
     def _send_event(self, event: Event) -> None:
         data = to_json(event)
         self.outbox.events.append(json.dumps(data, separators=(",", ":"), allow_nan=False))
+        if isinstance(event, SourceFetched):
+            self._hurry()
+
+    def _hurry(self) -> None:
+        """The next round trip now: the links a source crawl found live only in this
+        process until sent (its request is acked with them, so a worker killed before is
+        crawled again once its lease expires, but a hub may have moved on by then)."""
+        self._hurried = True
+        if self._round_call is not None and self._round_call.active():
+            self._round_call.reset(max(0.0, self._pause_until - time.time()))
 
     def _done(self, request: Request) -> None:
         member = request.meta.get("echo_lease")
@@ -288,12 +299,15 @@ class DistributedScheduler(EchoComponent):
 
         reactor: Any = installed
         delay = self.runtime.config.redis_poll_interval * random.uniform(0.5, 1.5)
+        if self._hurried:  # (something to send came while the last round trip ran)
+            delay = 0.0
         delay = max(delay, self._pause_until - time.time())
         self._round_call = reactor.callLater(delay, self._round)
 
     def _round(self) -> None:
         if self._closing:
             return
+        self._hurried = False
         now = time.time()
         self.inc_stat("echo/redis/rounds")
         batch, self.outbox = self.outbox, Exchange()
