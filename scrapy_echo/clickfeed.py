@@ -14,7 +14,13 @@ Two formats, with the same columns:
 being written (no newline yet) waits for the next read. When the file is replaced (rotation:
 another file at the path) or truncated, reading starts again at the top of the new file. A bad
 row is skipped and counted by kind in ``invalid``; the first of each kind is logged with the
-file and line. Nothing is half-applied: a row is taken whole or not at all.
+file and line. Nothing is half-applied: a row is taken whole or not at all. A file missing or
+unreadable is logged when it goes (``missing`` stays true meanwhile) and tried at every read.
+
+A saved position (:meth:`FeedReader.state`) names the feed by what it holds, not by its
+inode: the offset, the file's first bytes and a digest of the last bytes before the offset.
+Restored over a file that holds those bytes there (the same file, a copy on another host, that
+copy grown since), reading goes on from the offset; over any other file, from its top.
 
 In JSON Lines ``ts`` and ``clicks`` may also be numeric strings, as in CSV. A CSV file is read a
 line at a time, so quoted fields cannot span lines; an empty cell counts as a missing value.
@@ -28,6 +34,7 @@ ClickRow(url='https://example.com/a?a=2&b=1', ts=60.0, clicks=3.0)
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import logging
 import math
@@ -36,7 +43,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Generic, TypeVar
+from typing import BinaryIO, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from scrapy_echo.published import parse_time
@@ -47,6 +54,8 @@ logger = logging.getLogger(__name__)
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
 _COLUMNS = ("url", "ts", "clicks")
 _HEAD_BYTES = 64
+_TAIL_BYTES = 4096  # the bytes before the offset a file must still hold to be read on from it
+_DIGEST_SIZE = 16
 
 
 class InvalidClickRow(ValueError):
@@ -114,6 +123,17 @@ def _clicks(value: object) -> float:
     return number
 
 
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=_DIGEST_SIZE).hexdigest()
+
+
+def _inode(value: object) -> tuple[int, int] | None:
+    """A saved ``[device, inode]``, if ``value`` is one."""
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(n, int) for n in value):
+        return (value[0], value[1])
+    return None
+
+
 def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
@@ -150,29 +170,29 @@ class FeedReader(Generic[Row]):
         self.invalid: Counter[str] = Counter()
         self._invalid_reported: Counter[str] = Counter()
         self.rows_read = 0
+        self.missing = False  # the last read found no file it could read
         self._offset = 0
         self._line = 0
-        self._identity: tuple[int, int] | None = None  # (device, inode) being read
+        # The file read last, (device, inode): on this host another one at the path is a
+        # rotation. None before the first read and after a restore, where only the bytes can
+        # tell (the inodes of the host that saved the position mean nothing here).
+        self._identity: tuple[int, int] | None = None
         self._header: list[str] | None = None
         self._head = b""  # the file's first bytes, to notice it was rewritten
+        # A digest of the bytes before the offset (up to _TAIL_BYTES); None after restoring a
+        # position saved by a build without it, until the next read (its inode decides then).
+        self._tail: str | None = _digest(b"")
 
     def read(self) -> list[Row]:
         try:
             with open(self.path, "rb") as handle:
-                stat = os.fstat(handle.fileno())
-                replaced = (stat.st_dev, stat.st_ino) != self._identity
-                # A file truncated and refilled past our offset between two reads keeps its
-                # size; its first bytes tell it apart.
-                if (
-                    replaced
-                    or stat.st_size < self._offset
-                    or handle.read(len(self._head)) != self._head
-                ):
-                    self._start_over((stat.st_dev, stat.st_ino))
-                handle.seek(self._offset)
-                data = handle.read()
-        except FileNotFoundError:
+                before, data = self._unread(handle)
+        except OSError as exc:  # missing, or unreadable (permissions, a directory, EIO)
+            self._unavailable(exc)
             return []
+        if self.missing:
+            self.missing = False
+            logger.info("%s feed %s can be read again", self.what.capitalize(), self.path)
         complete = data.rfind(b"\n") + 1  # a last line without its newline is not done yet
         rows = []
         for raw in data[:complete].split(b"\n")[:-1]:
@@ -181,10 +201,52 @@ class FeedReader(Generic[Row]):
             if row is not None:
                 rows.append(row)
         if len(self._head) < _HEAD_BYTES and complete:
-            self._head = (self._head + data[:complete])[:_HEAD_BYTES]
+            self._head = (self._head + data[: min(complete, _HEAD_BYTES)])[:_HEAD_BYTES]
+        recent = before + data[max(0, complete - _TAIL_BYTES) : complete]
+        self._tail = _digest(recent[-_TAIL_BYTES:])
         self._offset += complete
         self.rows_read += len(rows)
         return rows
+
+    def _unread(self, handle: BinaryIO) -> tuple[bytes, bytes]:
+        """The last bytes read already (up to ``_TAIL_BYTES``), and the bytes after them; from
+        the top of the file if it no longer holds what was read."""
+        stat = os.fstat(handle.fileno())
+        identity = (stat.st_dev, stat.st_ino)
+        held = self._identity is None or identity == self._identity  # else: rotated
+        if held and self._head:
+            # A file truncated and refilled past the offset keeps its size: its first bytes,
+            # and the last ones before the offset, tell it apart.
+            held = handle.read(len(self._head)) == self._head
+        behind = min(self._offset, _TAIL_BYTES)
+        handle.seek(self._offset - behind)
+        before = handle.read(behind)
+        if held and len(before) == behind and self._tail in (None, _digest(before)):
+            self._identity = identity
+            return before, handle.read()
+        if self._identity is not None or self._offset:
+            logger.info(
+                "%s feed %s does not hold what was read from it (rotated, truncated, or another "
+                "file than the saved position's); reading it from the top",
+                self.what.capitalize(),
+                self.path,
+            )
+        self._start_over()
+        self._identity = identity
+        handle.seek(0)
+        return b"", handle.read()
+
+    def _unavailable(self, exc: OSError) -> None:
+        if not self.missing:
+            logger.warning(
+                "%s feed %s cannot be read (%s): no %s rows are taken until it can; it is tried "
+                "again at every read, from where reading stopped",
+                self.what.capitalize(),
+                self.path,
+                exc.strerror or exc,
+                self.what,
+            )
+        self.missing = True
 
     def new_invalid(self) -> Counter[str]:
         """The bad rows by kind skipped since the last call (for stats: the reader logs the
@@ -194,33 +256,41 @@ class FeedReader(Generic[Row]):
         return new
 
     def state(self) -> dict[str, object]:
-        """Where reading stands, as JSON-able data for :meth:`restore`."""
+        """Where reading stands, as JSON-able data for :meth:`restore`: the offset, and what
+        the file holds before it, which any host can check (its inode is for earlier builds)."""
         return {
+            "kind": self.what,
             "offset": self._offset,
             "line": self._line,
-            "identity": list(self._identity) if self._identity else None,
             "header": self._header,
             "head": self._head.hex(),
+            "tail": self._tail,
+            "identity": list(self._identity) if self._identity else None,  # (earlier builds)
         }
 
     def restore(self, state: Mapping[str, object]) -> None:
-        """Resume from :meth:`state`; a file replaced since is read from its start."""
-        identity, offset, line = state.get("identity"), state.get("offset"), state.get("line")
+        """Resume from :meth:`state`, checked at the next read: a file that holds the same
+        bytes before the offset (the same file, or a copy, grown or not) is read on from it,
+        any other from its start."""
+        if not isinstance(state, Mapping):
+            state = {"damaged": state}
+        offset, line, tail = state.get("offset"), state.get("line"), state.get("tail")
         head, header = state.get("head", ""), state.get("header")
+        identity = _inode(state.get("identity"))
         try:
             if not (
-                isinstance(identity, list)
-                and len(identity) == 2
-                and all(isinstance(n, int) for n in identity)
-                and isinstance(offset, int)
+                isinstance(offset, int)
                 and isinstance(line, int)
                 and offset >= 0
                 and line >= 0
                 and isinstance(head, str)
                 and (header is None or isinstance(header, list))
+                and (isinstance(tail, str) or identity is not None)
             ):
                 raise ValueError("unexpected shape")
             head_bytes = bytes.fromhex(head)
+            if isinstance(tail, str) and len(bytes.fromhex(tail)) != _DIGEST_SIZE:
+                raise ValueError("not a digest")
         except ValueError:
             # A damaged saved state must not stop the crawl; the file is read again instead.
             logger.warning(
@@ -229,23 +299,25 @@ class FeedReader(Generic[Row]):
                 self.path,
                 dict(state),
             )
+            self.rewind()
             return
-        self._identity = (identity[0], identity[1])
+        # The bytes decide; a position saved before builds kept them: its inode, as then.
+        self._identity = None if isinstance(tail, str) else identity
+        self._tail = tail if isinstance(tail, str) else None
         self._offset, self._line, self._head = offset, line, head_bytes
         self._header = [str(name) for name in header] if header is not None else None
 
-    def _start_over(self, identity: tuple[int, int]) -> None:
-        if self._identity is not None:
-            logger.info(
-                "%s feed %s was rotated or truncated; reading it from the top",
-                self.what.capitalize(),
-                self.path,
-            )
-        self._identity = identity
+    def rewind(self) -> None:
+        """Read the file from its top next time (a restored crawl state counted none of it)."""
+        self._start_over()
+        self._identity = None
+
+    def _start_over(self) -> None:
         self._offset = 0
         self._line = 0
         self._header = None
         self._head = b""
+        self._tail = _digest(b"")
 
     def _row(self, raw: bytes) -> Row | None:
         try:

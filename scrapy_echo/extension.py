@@ -131,6 +131,8 @@ class EchoExtension(EchoComponent):
             return taken  # distributed mode: only the planner reads the feed files
         for reader in self.runtime.feeds:
             taken += self.runtime.add_clicks(reader.read())
+            if reader.missing:  # (logged by the reader when it went)
+                self.inc_stat("echo/clickfeed/missing")
             for kind, new in reader.new_invalid().items():
                 self.inc_stat("echo/clickfeed/invalid", new)
                 self.inc_stat(f"echo/clickfeed/invalid/{kind}", new)

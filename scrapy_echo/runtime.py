@@ -335,9 +335,28 @@ class EchoRuntime:
         return {str(reader.path): reader.state() for reader in self._feed_readers()}
 
     def restore_feeds(self, saved: Mapping[str, Any]) -> None:
-        for reader in self._feed_readers():
-            if str(reader.path) in saved:
-                reader.restore(saved[str(reader.path)])
+        """Each feed reader's saved position: the one saved under its path, else the one
+        position saved for a feed of its kind at a path no reader has (a planner on another
+        host, its copy of the feed elsewhere: the reader checks the bytes before it reads on).
+        A reader without one reads its file from the top: the restored state counted none of
+        it."""
+        readers = self._feed_readers()
+        paths = {str(reader.path) for reader in readers}
+        for reader in readers:
+            position = saved.get(str(reader.path))
+            if position is None:
+                elsewhere = [
+                    other
+                    for path, other in saved.items()
+                    if path not in paths
+                    and isinstance(other, Mapping)
+                    and other.get("kind") == reader.what
+                ]
+                position = elsewhere[0] if len(elsewhere) == 1 else None
+            if position is None:
+                reader.rewind()
+            else:
+                reader.restore(position)
 
     def _feed_readers(self) -> list[FeedReader[Any]]:
         return [*self.feeds, *self.signal_intake.readers]

@@ -130,6 +130,8 @@ class SignalIntake:
         stats = self.runtime.crawler.stats
         for reader in self.readers:
             taken += self.add(reader.read())
+            if reader.missing and stats is not None:  # (logged by the reader when it went)
+                stats.inc_value("echo/signalfeed/missing")
             for kind, new in reader.new_invalid().items():
                 if stats is not None:
                     stats.inc_value("echo/signalfeed/invalid", new)

@@ -38,7 +38,8 @@ overflow        :meth:`OverflowWatch.to_data <scrapy_echo.model.overflow.Overflo
                 (optional: later in version 2)
 refresh         :meth:`RefreshLane.to_data <scrapy_echo.model.refresh_lane.RefreshLane.to_data>`
                 (optional: later in version 2)
-feeds           click and signal feed readers' positions
+feeds           click and signal feed readers' positions, by path: each names its file by its
+                bytes (:meth:`FeedReader.state <scrapy_echo.clickfeed.FeedReader.state>`)
 history         one sample per re-solve, for reports
 =============== ===========================================================================
 """

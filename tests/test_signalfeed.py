@@ -180,3 +180,18 @@ def test_a_dated_link_to_a_known_source_signals_it() -> None:
     mw.handle_response(XmlResponse(request.url, body=body.encode(), request=request))
     assert runtime.state.signals.count[hub] == 1  # a page that is no source is no signal
     assert runtime.state.signals.received == 1
+
+
+def test_a_missing_signal_feed_is_counted_and_read_when_it_appears(tmp_path) -> None:
+    from scrapy_echo.extension import EchoExtension
+
+    feed = tmp_path / "signals.jsonl"
+    crawler, runtime, clock = setup(ECHO_SIGNAL_FEED=str(feed))
+    extension = EchoExtension.from_crawler(crawler)
+    source = crawled_source(runtime, clock)
+    assert extension.read_signal_feeds() == 0 and extension.read_signal_feeds() == 0
+    assert crawler.stats.get_value("echo/signalfeed/missing") == 2
+    feed.write_text(json.dumps({"url": "http://news.test/", "ts": 150}) + "\n")
+    assert extension.read_signal_feeds() == 1
+    assert runtime.state.signals.count[source] == 1
+    assert crawler.stats.get_value("echo/signalfeed/missing") == 2
