@@ -18,6 +18,7 @@ import pytest
 import redis
 
 from scrapy_echo import snapshot as snapshots
+from scrapy_echo.distributed.store import RedisStore, key_base
 from scrapy_echo.extension import EchoExtension
 from scrapy_echo.state import CrawlState
 from tests.local_site import LocalNewsSite, Section
@@ -120,8 +121,8 @@ def test_a_state_saved_without_the_feed_reads_it_from_the_top(tmp_path) -> None:
 
 
 def saved_state(client: redis.Redis, prefix: str) -> dict[str, Any] | None:
-    data = client.hget(f"{prefix}:monitor:snapshot", "state")
-    return snapshots.read(data) if data else None
+    loaded = RedisStore(client, key_base(prefix, "monitor")).load_snapshot()
+    return snapshots.read(loaded[0]) if loaded else None
 
 
 def wait_for(check: Any, timeout: float, what: str) -> Any:
@@ -170,7 +171,7 @@ def test_a_planner_killed_and_replaced_on_another_host_counts_each_click_once(
         assert second.stop() == [0], second.logs()[-3000:]
     finally:
         site.stop()
-    terms = client.lrange(f"{prefix}:monitor:solver_log", 0, -1)
+    terms = client.lrange(f"{{{prefix}:monitor}}:solver_log", 0, -1)
     assert len(terms) == 2  # one planner, then the other
     state = saved_state(client, prefix)
     assert state is not None

@@ -123,6 +123,7 @@ class Planner:
         spider = self.scheduler.spider
         fresh = CrawlState(self.config)
         self.last_event = "0-0"
+        restored = False
         if loaded is not None:
             data, self.last_event = loaded
             try:
@@ -130,10 +131,13 @@ class Planner:
                 fresh, _, refused = snapshots.restore(self.runtime, saved, self.scheduler.decode)
                 if refused:
                     self.scheduler.count_rejected("snapshot_request", refused)
+                restored = True
             except CodecError as exc:
                 self.scheduler.count_rejected("snapshot")
                 logger.error("ECHO state in Redis unreadable (%s); starting from scratch", exc)
                 self.last_event = "0-0"
+        if not restored:  # a fresh state has counted no click: every feed from the top
+            self.runtime.restore_feeds({})
         self.runtime.state = fresh
         for url in self.config.sources + read_sources(getattr(spider, "echo_sources", ())):
             fresh.add_source(url)

@@ -77,6 +77,7 @@ class SourceLearner:
         self._pending: OrderedDict[Hashable, list[tuple[float, float]]] = OrderedDict()
         self._pending_rows = 0
         self.dropped_clicks = 0  # rows never matched to a crawled page
+        self.received = 0.0  # every click the feed brought: a check that none came twice
         self._sources = sources
         self._fit: DecayFit | None = None
         self._clicks_changed = True
@@ -142,6 +143,7 @@ class SourceLearner:
     ) -> None:
         """Fold in a batch of click rows (already validated)."""
         pages, ts, counts = list(pages), list(ts), list(counts)
+        self.received += math.fsum(counts)
         unknown = self.clicks.add_clicks(pages, ts, counts)
         self._clicks_changed = self._clicks_changed or len(unknown) < len(pages)
         for i in unknown:
@@ -227,6 +229,7 @@ class SourceLearner:
             "max_pending": self.max_pending,
             "pending": [[page, [list(r) for r in rows]] for page, rows in self._pending.items()],
             "dropped_clicks": self.dropped_clicks,
+            "received": self.received,
             "refit_every": self.refit_every,
         }
         return lambda: {**data, "crawls": crawls()}
@@ -254,6 +257,7 @@ class SourceLearner:
             out._pending[page] = [(float(ts), float(count)) for ts, count in rows]
         out._pending_rows = sum(len(rows) for rows in out._pending.values())
         out.dropped_clicks = int(data["dropped_clicks"])
+        out.received = float(data.get("received", 0.0))  # (absent before issue 18)
         return out
 
     def _trim(self, now: float) -> None:
