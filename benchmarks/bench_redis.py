@@ -86,7 +86,7 @@ def echo_round(
     store = RedisStore(client, f"bench:{uuid.uuid4().hex}")
     store.acquire_solver("bench", 600_000)
     options = {"lease_ms": 60_000, "rate": 0.0, "burst": 1.0, "plain_share": 0.5,
-               "done_ttl_ms": 3_600_000}  # fmt: skip
+               "done_ttl_ms": 3_600_000, "max_attempts": 5}  # fmt: skip
     started = time.perf_counter()
     for start in range(0, len(requests), push_batch):
         chunk = requests[start : start + push_batch]
@@ -97,7 +97,7 @@ def echo_round(
         )  # fmt: skip
     popped, acks = 0, []
     while True:
-        leased, _ = store.exchange(Exchange(acks=acks, want=lease_batch), **options)  # type: ignore[arg-type]
+        leased = store.exchange(Exchange(acks=acks, want=lease_batch), **options).leased  # type: ignore[arg-type]
         if not leased:
             break
         for _, payload in leased:
@@ -106,7 +106,7 @@ def echo_round(
         acks = [member for member, _ in leased]
     elapsed = time.perf_counter() - started
     assert popped == len(requests)
-    assert store.exchange(Exchange(acks=acks), **options)[0] == []  # type: ignore[arg-type]
+    assert store.exchange(Exchange(acks=acks), **options).leased == []  # type: ignore[arg-type]
     assert client.zcard(store.keys["leases"]) == 0  # every lease acked
     return 2 * len(requests) / elapsed
 

@@ -26,7 +26,7 @@ from twisted.internet.task import LoopingCall
 
 from scrapy_echo import source_control
 from scrapy_echo.core.events import SourceAdded
-from scrapy_echo.distributed.wire import decode_request, encode_request
+from scrapy_echo.distributed.wire import RequestRules, decode_request, encode_request
 from scrapy_echo.echo_requests import refresh_request, source_request
 from scrapy_echo.jobdir import Checkpointer
 from scrapy_echo.politeness import Politeness
@@ -85,6 +85,7 @@ class EchoScheduler(EchoComponent):
         self.checkpointer = Checkpointer.from_crawler(crawler, runtime, self)
         self.spider: Spider | None = None
         self._source_callback: Any = _source_seen
+        self.request_rules: RequestRules | None = None  # what a request in Redis may ask
         self._next_slot = -math.inf  # earliest time the budget lets the next request leave
         self._plain_served = 0
         self._echo_served = 0
@@ -247,13 +248,13 @@ class EchoScheduler(EchoComponent):
         """``request`` as JSON data (:mod:`scrapy_echo.distributed.wire`); ``ValueError`` if
         it cannot be stored (a callback that is not a spider method, meta that is not JSON)."""
         assert self.spider is not None
-        return encode_request(request, self.spider, self._source_callback)
+        return encode_request(request, self.spider, self._source_callback, rules=self.request_rules)
 
     def decode(self, payload: bytes | str) -> Request:
         """The request ``payload`` stores; ``ValueError`` (``InvalidPayload``) if it is not
         one this spider can run."""
         assert self.spider is not None
-        return decode_request(payload, self.spider, self._source_callback)
+        return decode_request(payload, self.spider, self._source_callback, rules=self.request_rules)
 
     # -- lanes -----------------------------------------------------------------------------
     def _pick(self, now: float) -> Request | None:

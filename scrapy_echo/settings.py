@@ -70,6 +70,8 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_REDIS_QUEUE_AHEAD": 2.0,  # s of budget the planner keeps queued
     "ECHO_REDIS_DUPEFILTER_TTL": 7 * 86400.0,  # s a done page or request is remembered
     "ECHO_REDIS_POLL_INTERVAL": 0.1,  # s between a worker's round trips to Redis
+    "ECHO_REDIS_MAX_ATTEMPTS": 5,  # leases of a request before it is set aside as dead
+    "ECHO_REDIS_META_ALLOW": [],  # meta keys a request from Redis may carry, beyond ECHO's list
 }
 
 
@@ -121,6 +123,8 @@ class EchoConfig:
     redis_queue_ahead: float
     redis_dupefilter_ttl: float
     redis_poll_interval: float
+    redis_max_attempts: int
+    redis_meta_allow: tuple[str, ...]
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> EchoConfig:
@@ -185,6 +189,8 @@ class EchoConfig:
             redis_queue_ahead=get.number("ECHO_REDIS_QUEUE_AHEAD"),
             redis_dupefilter_ttl=get.number("ECHO_REDIS_DUPEFILTER_TTL"),
             redis_poll_interval=get.number("ECHO_REDIS_POLL_INTERVAL"),
+            redis_max_attempts=get.integer("ECHO_REDIS_MAX_ATTEMPTS"),
+            redis_meta_allow=get.names("ECHO_REDIS_META_ALLOW"),
         )
 
     @property

@@ -40,6 +40,8 @@ refresh         :meth:`RefreshLane.to_data <scrapy_echo.model.refresh_lane.Refre
                 (optional: later in version 2)
 feeds           click and signal feed readers' positions, by path: each names its file by its
                 bytes (:meth:`FeedReader.state <scrapy_echo.clickfeed.FeedReader.state>`)
+events_applied  :meth:`EventDedup.to_data <scrapy_echo.distributed.dedup.EventDedup.to_data>`:
+                the last event number applied per worker (Redis only; optional)
 history         one sample per re-solve, for reports
 =============== ===========================================================================
 """
@@ -146,7 +148,10 @@ def collector_paused() -> Iterator[None]:
 
 
 def capture(
-    runtime: EchoRuntime, encode: Callable[[Request], str], plain: Iterable[Request] = ()
+    runtime: EchoRuntime,
+    encode: Callable[[Request], str],
+    plain: Iterable[Request] = (),
+    extra: dict[str, Any] | None = None,
 ) -> Captured:
     """The runtime's state (and ``plain`` requests), copied where it changes: cheap enough for
     the reactor (the fingerprint sets close their young parts instead of copying them; only
@@ -176,6 +181,7 @@ def capture(
         "overlap": state.overlap.to_data(),
         "overflow": state.overflow.to_data(),
         "refresh": state.refresh.to_data(),
+        **(extra or {}),
     }
     rows = state.status_rows()
     built = {

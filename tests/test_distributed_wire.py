@@ -15,7 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_echo import codec
-from scrapy_echo.distributed.wire import InvalidPayload, decode_request, encode_request
+from scrapy_echo.distributed.wire import (
+    InvalidPayload,
+    RequestRules,
+    decode_request,
+    encode_request,
+)
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.state import fingerprint
 
@@ -94,6 +99,11 @@ class Boom:
         (b'{"url": "http://a.test/", "method": "GET /x"}', "bad_field"),
         (b'{"url": "http://a.test/", "priority": "high"}', "bad_field"),
         (b"{" + b" " * (1 << 20) + b"}", "too_large"),
+        (
+            b'{"url": "http://a.test/", "meta": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            "too_deep",
+        ),  # RecursionError, not ValueError: once it escaped, never acked
+        (b'{"url": "http://a.test/", "encoding": "no-such-codec"}', "bad_field"),  # LookupError
     ],
 )
 def test_hostile_or_malformed_payloads_are_refused(payload: bytes, kind: str, capsys) -> None:
@@ -266,3 +276,91 @@ def test_the_collector_pause_nests_and_leaves_a_paused_collector_paused() -> Non
         assert not gc.isenabled()  # someone else paused it: theirs to resume
     finally:
         gc.enable()
+
+
+RULES = RequestRules()
+URL = '"url": "http://a.test/"'
+
+
+@pytest.mark.parametrize(
+    ("fields", "kind"),
+    [
+        ('"method": "DELETE"', "method_refused"),
+        ('"method": "PUT"', "method_refused"),
+        ('"meta": {"proxy": "http://evil.test:8080"}', "meta_refused"),
+        ('"meta": {"_auth_proxy": "http://evil.test:8080"}', "meta_refused"),
+        ('"meta": {"http_user": "me", "http_pass": "secret"}', "meta_refused"),
+        ('"meta": {"download_slot": "a.test"}', "meta_refused"),
+        ('"meta": {"bindaddress": ["10.0.0.1", 0]}', "meta_refused"),
+        ('"meta": {"dont_obey_robotstxt": true}', "meta_refused"),
+        ('"meta": {"download_timeout": "never"}', "meta_refused"),
+        ('"meta": {"handle_httpstatus_list": [200, "x"]}', "meta_refused"),
+        ('"meta": {"depth": -1}', "meta_refused"),
+        ('"headers": {"Authorization": ["Basic c2VjcmV0"]}', "header_refused"),
+        ('"headers": {"proxy-authorization": ["Basic c2VjcmV0"]}', "header_refused"),
+        ('"headers": {"Cookie": ["session=stolen"]}', "header_refused"),
+        ('"headers": {"X-A": ["1\\r\\nAuthorization: x"]}', "header_refused"),
+        ('"headers": {"X A": ["1"]}', "header_refused"),
+        ('"cookies": {"session": "planted"}', "cookies_refused"),
+    ],
+)
+def test_a_stored_request_may_not_ask_more_than_the_rules_allow(fields: str, kind: str) -> None:
+    payload = f"{{{URL}, {fields}}}".encode()
+    with pytest.raises(InvalidPayload) as refused:
+        decode_request(payload, SPIDER, own_callback, rules=RULES)
+    assert refused.value.kind == kind
+
+
+def test_what_the_rules_allow_comes_through() -> None:
+    payload = (
+        f'{{{URL}, "method": "HEAD", "headers": {{"If-None-Match": ["\\"v1\\""]}}, '
+        '"meta": {"dont_redirect": true, "handle_httpstatus_list": [404], "depth": 2, '
+        '"download_timeout": 7.5, "cookiejar": 3, "echo": {"kind": "page"}}}'
+    ).encode()
+    request = decode_request(payload, SPIDER, own_callback, rules=RULES)
+    assert request.method == "HEAD" and request.meta["download_timeout"] == 7.5
+    assert request.headers[b"If-None-Match"] == b'"v1"'
+    widened = RequestRules.allowing(["proxy"])  # ECHO_REDIS_META_ALLOW = ["proxy"]
+    proxied = f'{{{URL}, "meta": {{"proxy": "http://proxy.internal:3128"}}}}'.encode()
+    assert decode_request(proxied, SPIDER, own_callback, rules=widened).meta["proxy"]
+
+
+def test_every_request_the_project_queues_keeps_to_the_rules() -> None:
+    from scrapy.http import FormRequest
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_echo.core import NewPage
+    from scrapy_echo.echo_requests import refresh_request, source_request
+    from scrapy_echo.model.refresh_lane import Tracked
+    from scrapy_echo.runtime import EchoRuntime
+    from scrapy_echo.source_status import SourceStatus
+
+    crawler = get_crawler(Spider, {"ECHO_SOURCES": ["http://a.test/"]})
+    crawler.spider = SPIDER
+    runtime = EchoRuntime.of(crawler)
+    status = SourceStatus("http://a.test/")
+    status.etag, status.last_modified = '"v1"', "Mon, 01 Jan 2024 00:00:00 GMT"
+    found = NewPage("http://a.test/new", 0, "http://a.test/", 150.0, (100.0, 200.0), 200.0)
+    start = scrapy.Request("http://a.test/start", meta={"is_start_request": True, "depth": 0})
+    requests = [
+        source_request(status, 0, own_callback),
+        runtime.page_request(found),
+        refresh_request(
+            Tracked("http://a.test/new", 0, 0, 150.0, 200.0, None), "http://a.test/", SPIDER.parse
+        ),
+        start,
+        FormRequest("http://a.test/search", formdata={"q": "x"}, meta={"depth": 1}),
+    ]
+    for request in requests:
+        payload = encode_request(request, SPIDER, own_callback, rules=RULES)
+        back = decode_request(payload, SPIDER, own_callback, rules=RULES)
+        assert (back.url, back.method, back.meta) == (request.url, request.method, request.meta)
+
+
+def test_a_request_the_rules_refuse_is_never_stored() -> None:
+    request = scrapy.Request("http://a.test/", meta={"proxy": "http://proxy.internal:3128"})
+    with pytest.raises(InvalidPayload, match=r"http://a.test/: meta key 'proxy' refused"):
+        encode_request(request, SPIDER, own_callback, rules=RULES)
+    # Without rules (a JOBDIR: files this crawl wrote itself) it is stored and read back.
+    back = decode_request(encode_request(request, SPIDER, own_callback), SPIDER, own_callback)
+    assert back.meta["proxy"] == "http://proxy.internal:3128"

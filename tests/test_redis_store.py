@@ -11,7 +11,8 @@ import redis
 
 from scrapy_echo.distributed.store import SNAPSHOT_BLOCK, Exchange, RedisStore
 
-OPTIONS = {"lease_ms": 300, "rate": 0.0, "burst": 1.0, "plain_share": 0.5, "done_ttl_ms": 60_000}
+OPTIONS = {"lease_ms": 300, "rate": 0.0, "burst": 1.0, "plain_share": 0.5, "done_ttl_ms": 60_000,
+           "max_attempts": 5}  # fmt: skip
 
 
 @pytest.fixture
@@ -20,7 +21,7 @@ def store(redis_url: str) -> RedisStore:
 
 
 def lease(store: RedisStore, want: int, **options: float) -> list[tuple[str, bytes]]:
-    return store.exchange(Exchange(want=want), **{**OPTIONS, **options})[0]  # type: ignore[arg-type]
+    return store.exchange(Exchange(want=want), **{**OPTIONS, **options}).leased  # type: ignore[arg-type]
 
 
 def test_leased_request_returns_when_its_lease_expires_and_an_old_ack_does_nothing(store):

@@ -156,3 +156,13 @@ def test_bounded_state_and_no_click_settings() -> None:
     weights = config(ECHO_SITE_WEIGHTS='{"News.Example.": 3, "b.org": 0.5}').site_weights
     assert weights == {"news.example": 3.0, "b.org": 0.5}  # (from -s: JSON; names folded)
     assert config(ECHO_SITE_WEIGHTS={"a.com": 2}).site_weights == {"a.com": 2.0}
+
+
+def test_redis_attempts_and_meta_allowlist() -> None:
+    assert (config().redis_max_attempts, config().redis_meta_allow) == (5, ())
+    cfg = config(ECHO_REDIS_MAX_ATTEMPTS="3", ECHO_REDIS_META_ALLOW="proxy, my_tag")
+    assert (cfg.redis_max_attempts, cfg.redis_meta_allow) == (3, ("proxy", "my_tag"))
+    with pytest.raises(NotConfigured, match=r"ECHO_REDIS_MAX_ATTEMPTS \(0\) must be an integer"):
+        config(ECHO_REDIS_MAX_ATTEMPTS=0)
+    with pytest.raises(NotConfigured, match=r"ECHO_REDIS_META_ALLOW \(5\) must be a list"):
+        config(ECHO_REDIS_META_ALLOW=5)

@@ -34,6 +34,7 @@ from scrapy_echo.core.events import (
     from_json,
 )
 from scrapy_echo.distributed.clock import MAX_AHEAD
+from scrapy_echo.distributed.dedup import EventDedup
 from scrapy_echo.model.registry import make_policy
 from scrapy_echo.settings import read_sources
 from scrapy_echo.state import CrawlState, fingerprint
@@ -92,6 +93,7 @@ class Planner:
         # the planner queues them again (see regained).
         self.queued_pages: dict[str, tuple[float, Request]] = {}
         self._requeue: list[Request] = []
+        self.dedup = EventDedup()  # events sent twice (a round trip retried) applied once
         self._solves_logged = 0
         self.last_event = "0-0"
         self._seq = 0
@@ -124,11 +126,13 @@ class Planner:
         fresh = CrawlState(self.config)
         self.last_event = "0-0"
         restored = False
+        self.dedup = EventDedup()
         if loaded is not None:
             data, self.last_event = loaded
             try:
                 saved = snapshots.read(data)
                 fresh, _, refused = snapshots.restore(self.runtime, saved, self.scheduler.decode)
+                self.dedup = self._saved_dedup(saved)
                 if refused:
                     self.scheduler.count_rejected("snapshot_request", refused)
                 restored = True
@@ -157,6 +161,17 @@ class Planner:
         )
         self._solves_logged = self.runtime.solves
         self.runtime.replan()
+
+    def _saved_dedup(self, saved: dict[str, Any]) -> EventDedup:
+        """The event numbers the saved state had applied (none in a state saved before
+        events were numbered)."""
+        if "events_applied" not in saved:
+            return EventDedup()
+        try:
+            return EventDedup.from_data(saved["events_applied"])
+        except ValueError as exc:
+            self.scheduler.count_rejected("snapshot_event_numbers", message=str(exc))
+            return EventDedup()
 
     def regained(self, term: int) -> None:
         """Redis lost its data (restarted without persistence, or evicted keys) and this
@@ -189,7 +204,11 @@ class Planner:
         for event_id, raw in events:
             self.last_event = event_id
             try:
-                event = from_json(json.loads(raw))
+                data = json.loads(raw)
+                if self.dedup.seen_event(data):
+                    self.scheduler.inc_stat("echo/planner/duplicate_events")
+                    continue
+                event = from_json(data)
             except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 kind = exc.kind if isinstance(exc, InvalidEvent) else "event_not_json"
                 self.scheduler.count_rejected(kind, message=f"event {event_id}: {exc}")
@@ -295,7 +314,9 @@ class Planner:
         """The state captured now (cheap), to encode and save on the Redis thread, and the
         last event it includes. (Its unencodable requests are counted once it is encoded.)"""
         self._saved_at = now
-        return snapshots.capture(self.runtime, self.scheduler.encode), self.last_event
+        applied = {"events_applied": self.dedup.to_data()}
+        captured = snapshots.capture(self.runtime, self.scheduler.encode, extra=applied)
+        return captured, self.last_event
 
 
 def request_id(request: Request) -> str:

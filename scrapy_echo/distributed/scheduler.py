@@ -3,9 +3,10 @@
 On with ``REDIS_URL`` (the add-on picks this scheduler; ``REDIS_PARAMS`` as in scrapy-redis).
 Each worker, every ``ECHO_REDIS_POLL_INTERVAL``, makes one round trip on its Redis thread:
 
-- sends the events its middlewares observed (:mod:`scrapy_echo.core.events`), the acks of
-  requests it finished, lease renewals of those still in its hands, and the spider's own
-  requests (the plain lane, deduplicated in Redis with expiry);
+- sends the events its middlewares observed (:mod:`scrapy_echo.core.events`, numbered so
+  that one sent twice is applied once: :mod:`.dedup`), the acks of requests it finished, lease
+  renewals of those still in its hands (waiting in its buffer or under way: :mod:`.leases`),
+  and the spider's own requests (the plain lane, deduplicated in Redis with expiry);
 - leases up to ``ECHO_REDIS_PREFETCH`` requests, within the global ``ECHO_CRAWL_RATE`` (a
   token bucket in Redis shared by all workers). A lease is not a delete: an expired lease
   returns the request to the queue, so a killed worker loses nothing, and a slow one keeps
@@ -41,10 +42,12 @@ from scrapy_echo import source_control
 from scrapy_echo.core.events import Event, SourceAdded, SourceFetched, to_json
 from scrapy_echo.distributed import preflight
 from scrapy_echo.distributed.clock import FleetClock
+from scrapy_echo.distributed.dedup import stamp
 from scrapy_echo.distributed.iothread import RedisThread
+from scrapy_echo.distributed.leases import HeldLeases
 from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
-from scrapy_echo.distributed.store import Exchange, RedisStore, key_base
-from scrapy_echo.distributed.wire import InvalidPayload
+from scrapy_echo.distributed.store import Exchange, RedisStore, Reply, key_base
+from scrapy_echo.distributed.wire import RequestRules
 from scrapy_echo.runtime import EchoComponent
 from scrapy_echo.scheduler import EchoScheduler, check_page_callback
 from scrapy_echo.settings import read_sources
@@ -92,15 +95,16 @@ class DistributedScheduler(EchoComponent):
         # requests as data; the planner uses it for both (composition: its lanes and loops
         # stay unused here, the shared queue in Redis is this worker's lane).
         self.local = EchoScheduler(crawler, runtime)
+        self.local.request_rules = RequestRules.allowing(runtime.config.redis_meta_allow)
         self.client = redis_client(crawler.settings)
         self.store: RedisStore = None  # type: ignore[assignment]  # set in open()
         self.io = RedisThread()
         self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.planner = Planner(self)
-        self.buffer: deque[Request] = deque()  # leased, waiting for the engine
+        self.held = HeldLeases(self.inc_stat)
         self.followups: deque[Request] = deque()  # redirects and retries of leased requests
-        self.in_flight: dict[str, float] = {}  # lease member -> when handed to the engine
         self.outbox = Exchange()
+        self._event_seq = 0
         self._round_call: Any = None  # IDelayedCall of the next round trip
         self._closing = False
         self._renewed_at = 0.0
@@ -198,7 +202,7 @@ class DistributedScheduler(EchoComponent):
         return True  # the queue is shared and sources are recrawled: a monitor runs on
 
     def __len__(self) -> int:
-        return len(self.buffer) + len(self.followups)
+        return len(self.held) + len(self.followups)
 
     def enqueue_request(self, request: Request) -> bool:
         taken = self._enqueue(request)
@@ -239,10 +243,9 @@ class DistributedScheduler(EchoComponent):
     def _next_request(self) -> Request | None:
         if self.followups:
             return self.followups.popleft()
-        if not self.buffer:
+        request = self.held.next(time.time())
+        if request is None:
             return None
-        request = self.buffer.popleft()
-        self.in_flight[request.meta["echo_lease"]] = time.time()
         echo = request.meta.get("echo")
         kind = echo.get("kind") if isinstance(echo, dict) else "plain"
         self.inc_stat(f"echo/scheduler/dequeued/{kind}")
@@ -259,7 +262,8 @@ class DistributedScheduler(EchoComponent):
 
     # -- what the middlewares report -------------------------------------------------------
     def _send_event(self, event: Event) -> None:
-        data = to_json(event)
+        self._event_seq += 1
+        data = stamp(to_json(event), self.token, self._event_seq)
         self.outbox.events.append(json.dumps(data, separators=(",", ":"), allow_nan=False))
         if isinstance(event, SourceFetched):
             self._hurry()
@@ -273,8 +277,8 @@ class DistributedScheduler(EchoComponent):
             self._round_call.reset(max(0.0, self._pause_until - time.time()))
 
     def _done(self, request: Request) -> None:
-        member = request.meta.get("echo_lease")
-        if isinstance(member, str) and self.in_flight.pop(member, None) is not None:
+        member = self.held.finish(request)
+        if member is not None:
             self.outbox.acks.append(member)
 
     # -- the round trip --------------------------------------------------------------------
@@ -287,6 +291,7 @@ class DistributedScheduler(EchoComponent):
             "burst": max(1.0, rate * config.redis_poll_interval * 2),
             "plain_share": config.plain_share,
             "done_ttl_ms": int(config.redis_dupefilter_ttl * 1000),
+            "max_attempts": config.redis_max_attempts,
         }
 
     def _next_round(self, _: object = None) -> None:
@@ -311,12 +316,12 @@ class DistributedScheduler(EchoComponent):
         now = time.time()
         self.inc_stat("echo/redis/rounds")
         batch, self.outbox = self.outbox, Exchange()
-        batch.want = max(0, self.runtime.config.redis_prefetch - len(self.buffer))
+        batch.want = max(0, self.runtime.config.redis_prefetch - len(self.held))
         lease = self.runtime.config.redis_lease_timeout
         if now - self._renewed_at > lease / 3:
             self._renewed_at = now
-            self._let_go(now - _FORGOTTEN_AFTER * lease)
-            batch.renew = list(self.in_flight)
+            self.held.let_go(now - _FORGOTTEN_AFTER * lease)
+            batch.renew = self.held.members()
         solves = self.planner.new_solves(now)
         work: Deferred[Any] = self.io.run(self._trip, batch, now, solves)
         # _failed handles a failed round trip only: a bug in handling its reply must not look
@@ -325,37 +330,27 @@ class DistributedScheduler(EchoComponent):
         work.addErrback(self._bug)
         work.addBoth(self._next_round)
 
-    def _let_go(self, before: float) -> None:
-        """Stop renewing leases of requests handed out before ``before`` and never reported
-        done (a path that dropped them unseen): their leases expire and they are crawled
-        again, rather than held for good."""
-        for member in [m for m, handed in self.in_flight.items() if handed < before]:
-            del self.in_flight[member]
-            self.inc_stat("echo/redis/leases_let_go")
-            logger.warning("ECHO request %s never finished; its lease is let go", member)
-
     def _bug(self, failure: Any) -> None:
         # A bug here must not end the round trips: the crawl would stall silently.
         logger.error("ECHO round trip failed: %s", failure.getTraceback())
         self.inc_stat("echo/redis/round_errors")
 
-    def _trip(
-        self, batch: Exchange, now: float, solves: list[str]
-    ) -> tuple[list[tuple[str, bytes]], Any]:
+    def _trip(self, batch: Exchange, now: float, solves: list[str]) -> tuple[Reply, Any]:
         """On the Redis thread: the worker's exchange, then the planner's part."""
         if not self._checked:
             verdict = preflight.check(self.store, self._who(), time.time() * 1000)
             self._checked = True
             if verdict.refused or verdict.warnings or verdict.notes:
-                return [], ("preflight", verdict)
+                return Reply(), ("preflight", verdict)
         sent = time.time()
-        leased, server = self.store.exchange(batch, **self._exchange_options())
-        self.clock.sample(sent, server, time.time())
+        reply = self.store.exchange(batch, **self._exchange_options())
+        if reply.server is not None:
+            self.clock.sample(sent, reply.server, time.time())
         try:
-            return leased, self._planner_trip(now, solves)
+            return reply, self._planner_trip(now, solves)
         except redis.RedisError as exc:
             # The worker's part went through; the planner's is retried next round.
-            return leased, ("error", exc)
+            return reply, ("error", exc)
 
     def _planner_trip(self, now: float, solves: list[str]) -> Any:
         planner = self.planner
@@ -377,10 +372,8 @@ class DistributedScheduler(EchoComponent):
             return "poll", polled
         return None
 
-    def _received(
-        self, result: tuple[list[tuple[str, bytes]], Any], batch: Exchange
-    ) -> Deferred[None] | None:
-        leased, planner_part = result
+    def _received(self, result: tuple[Reply, Any], batch: Exchange) -> Deferred[None] | None:
+        reply, planner_part = result
         if planner_part is not None and planner_part[0] == "preflight":
             self._preflight(planner_part[1], batch)
             return None
@@ -388,19 +381,7 @@ class DistributedScheduler(EchoComponent):
             logger.warning("ECHO: Redis is back after %.0f s", time.time() - self._down_since)
             self._down_since = None
         self._backoff = 0.0
-        for member, payload in leased:
-            try:
-                request = self.decode(payload)
-            except InvalidPayload as exc:
-                self.count_rejected(exc.kind, message=str(exc))
-                self.outbox.acks.append(member)  # removes it from Redis
-                self.outbox.rejected.append(exc.kind)
-                continue
-            request.meta["echo_lease"] = member
-            self.buffer.append(request)
-        if leased:
-            self.inc_stat("echo/redis/leased", len(leased))
-            self.runtime.wake_engine()
+        self._took(reply)
         if planner_part is None:
             return None
         return self._plan(*planner_part)
@@ -423,7 +404,26 @@ class DistributedScheduler(EchoComponent):
             closing = self.crawler.engine.close_spider_async(reason="echo_redis_refused")
             Deferred.fromCoroutine(closing).addErrback(self._bug)
             return
-        self._put_back(batch)  # this round only checked: its batch goes out next round
+        self.outbox.put_back(batch)  # this round only checked: its batch goes out next round
+
+    def _took(self, reply: Reply) -> None:
+        """The worker's part of a round trip's answer."""
+        for member, exc in self.held.take(reply, self.decode, self.store.keys["dead"]):
+            self.count_rejected(exc.kind, message=str(exc))
+            self.outbox.acks.append(member)  # removes it from Redis
+            self.outbox.rejected.append(exc.kind)
+        if reply.leased:
+            self.inc_stat("echo/redis/leased", len(reply.leased))
+            self.runtime.wake_engine()
+        if reply.errors:
+            # Committed but for these commands: what they carried goes again, nothing else.
+            self.outbox.put_back(reply.unsent)
+            self._renewed_at = 0.0
+            self.inc_stat("echo/redis/command_errors", len(reply.errors))
+            if "command_errors" not in self._logged_kinds:
+                self._logged_kinds.add("command_errors")
+                logger.warning("ECHO: commands failed in Redis (%s); more are only counted",
+                               "; ".join(reply.errors))  # fmt: skip
 
     def _plan(self, what: str, detail: Any) -> Deferred[None] | None:
         planner, now = self.planner, self.clock()
@@ -484,15 +484,9 @@ class DistributedScheduler(EchoComponent):
         self.inc_stat("echo/redis/errors")
         self.planner.step_down(f"queueing failed ({failure.getErrorMessage()})")
 
-    def _put_back(self, batch: Exchange) -> None:
-        """The batch back in front of what came since: nothing of it is lost."""
-        self.outbox.events[:0] = batch.events
-        self.outbox.acks[:0] = batch.acks
-        self.outbox.plain[:0] = batch.plain
-        self.outbox.rejected[:0] = batch.rejected
-
     def _failed(self, failure: Any, batch: Exchange) -> None:
-        self._put_back(batch)
+        # Nothing of the batch is lost: it goes back in front of what came since.
+        self.outbox.put_back(batch)
         now = time.time()
         self._backoff = min(_MAX_BACKOFF, max(0.5, self._backoff * 2))
         self._pause_until = now + self._backoff

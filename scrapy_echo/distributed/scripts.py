@@ -8,7 +8,9 @@ request, so an expired lease can put it back where it was. A lease is the member
 acknowledging an old lease after it expired and went to another worker does nothing.
 Request ids start with ``s:`` (a source), ``p:`` (a page), ``r:`` (a filtered plain request)
 or ``u:`` (``dont_filter``); pages and filtered requests are remembered in ``done`` for the
-dupefilter's time to live.
+dupefilter's time to live. Each lease of a request id counts in ``attempts`` until it is
+acked; past ``ECHO_REDIS_MAX_ATTEMPTS`` the request goes to ``dead`` rather than round the
+fleet for ever (one that crashes every worker taking it).
 """
 
 NOW = """
@@ -16,36 +18,81 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-# KEYS: queue, plainq, req, leases, budget, served, counters
-# ARGV: want, lease_ms, rate (requests/s, 0: no limit), burst (requests), plain_share
+# Helpers for scripts that read what anyone with write access could have stored: they check
+# every value they parse, so no stored content can make a script fail half-way (inside the
+# worker's MULTI, an error would still commit the rest of the transaction).
+CHECKED = """
+local function finite(x)
+  if x and x == x and x ~= math.huge and x ~= -math.huge then return x end
+  return nil
+end
+local function bump(key, field, by)
+  local n = redis.pcall('HINCRBY', key, field, by)
+  if type(n) ~= 'number' then  -- not an integer there: count from here
+    redis.call('HSET', key, field, by)
+    n = by
+  end
+  return n
+end
+local function entry(stored)  -- lane, score and payload of a stored request, or nil
+  if type(stored) ~= 'string' then return nil end
+  local lane, score, payload = string.match(stored, '^([ep])|([^|]*)|(.*)$')
+  score = finite(tonumber(score))
+  if not score then return nil end
+  return lane, score, payload
+end
+"""
+
+# KEYS: queue, plainq, req, leases, budget, served, counters, attempts, dead
+# ARGV: want, lease_ms, rate (requests/s, 0: no limit), burst (requests), plain_share,
+#       max_attempts
+# Returns {{member, payload, ...}, {dead request ids}, malformed entries removed}. A request
+# leased more than max_attempts times (its workers died or never reported it) moves to
+# ``dead`` instead; a stored entry that is not "<lane>|<score>|<payload>" is removed.
 LEASE = (
     NOW
+    + CHECKED
     + """
+local malformed = 0
+local function drop(rid)
+  redis.call('HDEL', KEYS[3], rid)
+  redis.call('HDEL', KEYS[8], rid)
+  malformed = malformed + 1
+end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 500)
 for _, member in ipairs(expired) do
   redis.call('ZREM', KEYS[4], member)
   local rid = string.match(member, '^(.*)|[^|]*$')
   local stored = rid and redis.call('HGET', KEYS[3], rid)
-  if stored then
-    local lane, score = string.match(stored, '^(%a)|([^|]*)|')
-    redis.call('ZADD', lane == 'p' and KEYS[2] or KEYS[1], tonumber(score) or 0, rid)
-    redis.call('HINCRBY', KEYS[7], 'reclaimed', 1)
+  if not rid then
+    malformed = malformed + 1
+  elseif stored then
+    local lane, score = entry(stored)
+    if lane then
+      redis.call('ZADD', lane == 'p' and KEYS[2] or KEYS[1], score, rid)
+      bump(KEYS[7], 'reclaimed', 1)
+    else
+      drop(rid)
+    end
   end
 end
 local want = tonumber(ARGV[1])
 local rate = tonumber(ARGV[3])
+local max_attempts = tonumber(ARGV[6])
 local tokens = 0
 if rate > 0 then
   local burst = tonumber(ARGV[4])
   local bucket = redis.call('HMGET', KEYS[5], 'tokens', 'ts')
-  local ts = tonumber(bucket[2]) or now
-  tokens = math.min(burst, (tonumber(bucket[1]) or burst) + math.max(0, now - ts) * rate / 1000)
+  local ts = finite(tonumber(bucket[2])) or now
+  local held = finite(tonumber(bucket[1])) or burst
+  tokens = math.max(0, math.min(burst, held + math.max(0, now - ts) * rate / 1000))
   want = math.min(want, math.floor(tokens))
 end
 local share = tonumber(ARGV[5])
 local served = redis.call('HMGET', KEYS[6], 'e', 'p')
-local se, sp = tonumber(served[1]) or 0, tonumber(served[2]) or 0
-local out = {}
+local se = math.max(0, finite(tonumber(served[1])) or 0)
+local sp = math.max(0, finite(tonumber(served[2])) or 0)
+local out, dead = {}, {}
 local n = 0
 while n < want do
   local echo_left = redis.call('ZCARD', KEYS[1]) > 0
@@ -61,19 +108,31 @@ while n < want do
   local rid = redis.call('ZPOPMIN', key, 1)[1]
   local stored = redis.call('HGET', KEYS[3], rid)
   if stored then
-    local member = rid .. '|' .. redis.call('HINCRBY', KEYS[7], 'lease_seq', 1)
-    redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), member)
-    table.insert(out, member)
-    table.insert(out, string.match(stored, '^%a|[^|]*|(.*)$'))
-    if key == KEYS[2] then sp = sp + 1 else se = se + 1 end
-    n = n + 1
+    local lane, _, payload = entry(stored)
+    if not lane then
+      drop(rid)
+    elseif bump(KEYS[8], rid, 1) > max_attempts then
+      redis.call('HSET', KEYS[9], rid, stored)
+      redis.call('HDEL', KEYS[3], rid)
+      redis.call('HDEL', KEYS[8], rid)
+      table.insert(dead, rid)
+    else
+      local member = rid .. '|' .. bump(KEYS[7], 'lease_seq', 1)
+      redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), member)
+      table.insert(out, member)
+      table.insert(out, payload)
+      if key == KEYS[2] then sp = sp + 1 else se = se + 1 end
+      n = n + 1
+    end
   end
 end
 if rate > 0 then
   redis.call('HSET', KEYS[5], 'tokens', tostring(tokens - n), 'ts', tostring(now))
 end
 redis.call('HSET', KEYS[6], 'e', se, 'p', sp)
-return out
+if #dead > 0 then bump(KEYS[7], 'dead', #dead) end
+if malformed > 0 then bump(KEYS[7], 'malformed', malformed) end
+return {out, dead, malformed}
 """
 )
 
@@ -95,40 +154,47 @@ end
 return added
 """
 
-# KEYS: leases, req, done, counters; ARGV: done_ttl_ms, then lease members
+# KEYS: leases, req, done, counters, attempts; ARGV: done_ttl_ms, then lease members
 ACK = (
     NOW
+    + CHECKED
     + """
 local acked = 0
 for i = 2, #ARGV do
   if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
     local rid = string.match(ARGV[i], '^(.*)|[^|]*$')
-    redis.call('HDEL', KEYS[2], rid)
-    local kind = string.sub(rid, 1, 2)
-    if kind == 'p:' or kind == 'r:' then
-      redis.call('ZADD', KEYS[3], now, rid)
+    if rid then
+      redis.call('HDEL', KEYS[2], rid)
+      redis.call('HDEL', KEYS[5], rid)
+      local kind = string.sub(rid, 1, 2)
+      if kind == 'p:' or kind == 'r:' then
+        redis.call('ZADD', KEYS[3], now, rid)
+      end
     end
     acked = acked + 1
   end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[1]))
-redis.call('HINCRBY', KEYS[4], 'acked', acked)
+bump(KEYS[4], 'acked', acked)
 return acked
 """
 )
 
-# KEYS: leases; ARGV: lease_ms, then lease members still in this worker's hands
+# KEYS: leases; ARGV: lease_ms, then lease members in this worker's hands (leased and
+# waiting, or under way). Returns the members it no longer holds: their leases expired and
+# their requests went back to the queue (perhaps to another worker already).
 RENEW = (
     NOW
     + """
-local renewed = 0
+local lost = {}
 for i = 2, #ARGV do
   if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
     redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[i])
-    renewed = renewed + 1
+  else
+    table.insert(lost, ARGV[i])
   end
 end
-return renewed
+return lost
 """
 )
 

@@ -23,7 +23,10 @@ KEY_NAMES = (
     "done",  # ids of pages and filtered requests done -> when (sorted set; the dupefilter)
     "budget",  # the global token bucket (hash)
     "served",  # requests served per lane, for ECHO_PLAIN_SHARE (hash)
-    "counters",  # reclaimed, acked, rejected:<kind>, lease_seq, solver_term (hash)
+    "counters",  # reclaimed, acked, rejected:<kind>, lease_seq, solver_term, dead,
+    # malformed (hash)
+    "attempts",  # request id -> times leased since queued, until acked (hash)
+    "dead",  # request id -> its stored entry, leased too often: set aside, not lost (hash)
     "events",  # observations from every worker, applied by the planner (stream)
     "solver",  # the planner's lease: its token (string with expiry)
     "solver_log",  # "<term> <token> <ms>" per planner lease taken (list)
@@ -72,6 +75,29 @@ class Exchange:
     rejected: list[str] = field(default_factory=list)  # kinds of payloads refused
     want: int = 0
 
+    def put_back(self, batch: Exchange) -> None:
+        """What ``batch`` carried (not renewals: they are asked afresh), to go in front of
+        what this one holds: sent again, in order."""
+        self.events[:0] = batch.events
+        self.acks[:0] = batch.acks
+        self.plain[:0] = batch.plain
+        self.rejected[:0] = batch.rejected
+
+
+@dataclass
+class Reply:
+    """What a round trip brought back."""
+
+    leased: list[tuple[str, bytes]] = field(default_factory=list)  # (lease member, payload)
+    lost: list[str] = field(default_factory=list)  # renewals refused: leases no longer held
+    dead: list[str] = field(default_factory=list)  # request ids set aside in ``dead``
+    malformed: int = 0  # stored entries removed, not requests
+    # What did not take effect (a command failed inside the transaction, which still
+    # committed the rest): to send again, and only that.
+    unsent: Exchange = field(default_factory=Exchange)
+    errors: list[str] = field(default_factory=list)
+    server: float | None = None  # Redis's clock (s), for the fleet's clock
+
 
 class RedisStore:
     def __init__(self, client: redis.Redis, prefix: str) -> None:
@@ -109,43 +135,45 @@ class RedisStore:
         burst: float,
         plain_share: float,
         done_ttl_ms: int,
-    ) -> tuple[list[tuple[str, bytes]], float]:
+        max_attempts: int,
+    ) -> Reply:
         """Send events, acks, lease renewals and plain requests; lease up to ``want``
-        requests within the global budget. Returns the leases and Redis's time (s).
-
-        One atomic transaction: after a failure nothing of it happened (unless the connection
-        broke after the server ran it; then events may arrive twice, which the planner
-        tolerates, and leases expire)."""
+        requests within the global budget. One transaction: if it raises, nothing of it
+        happened (unless the connection broke after the server ran it; then its events
+        arrive twice, and the planner drops the second copy by their worker and sequence
+        number). If one command fails inside it (a key of the wrong type), the others took
+        effect: what it carried is in ``Reply.unsent``, to send again. ``Reply.server`` is
+        Redis's time (s)."""
         pipe = self.client.pipeline(transaction=True)
         pipe.time()
         for event in batch.events:
             pipe.xadd(self.keys["events"], {"d": event})
+        parts = ["time"] + ["event"] * len(batch.events)
         if batch.acks:
-            self._ack(self._k("leases", "req", "done", "counters"), [done_ttl_ms, *batch.acks],
-                      client=pipe)  # fmt: skip
+            self._ack(self._k("leases", "req", "done", "counters", "attempts"),
+                      [done_ttl_ms, *batch.acks], client=pipe)  # fmt: skip
+            parts.append("acks")
         if batch.renew:
             self._renew(self._k("leases"), [lease_ms, *batch.renew], client=pipe)
+            parts.append("renew")
         if batch.plain:
             flat: list[Any] = [""]
             for rid, score, payload in batch.plain:
                 flat += [rid, "p", repr(score), payload]
             self._push(self._k("queue", "plainq", "req", "done", "solver"), flat, client=pipe)
+            parts.append("plain")
         for kind in batch.rejected:
             pipe.hincrby(self.keys["counters"], f"rejected:{kind}", 1)
+            parts.append("rejected")
         if batch.want > 0:
             self._lease(
-                self._k("queue", "plainq", "req", "leases", "budget", "served", "counters"),
-                [batch.want, lease_ms, rate, burst, plain_share],
+                self._k("queue", "plainq", "req", "leases", "budget", "served", "counters",
+                        "attempts", "dead"),
+                [batch.want, lease_ms, rate, burst, plain_share, max_attempts],
                 client=pipe,
-            )
-        replies = pipe.execute()
-        seconds, micros = replies[0]
-        server = seconds + micros / 1e6
-        if batch.want <= 0:
-            return [], server
-        flat_out = replies[-1]
-        leased = [(flat_out[i].decode(), flat_out[i + 1]) for i in range(0, len(flat_out), 2)]
-        return leased, server
+            )  # fmt: skip
+            parts.append("lease")
+        return _reply(batch, parts, pipe.execute(raise_on_error=False))
 
     # -- the planner -----------------------------------------------------------------------
     def acquire_solver(self, token: str, lease_ms: int) -> int:
@@ -225,3 +253,35 @@ class RedisStore:
     def counters(self) -> dict[str, int]:
         counters: dict[bytes, bytes] = self.client.hgetall(self.keys["counters"])  # type: ignore[assignment]
         return {key.decode(): int(value) for key, value in counters.items()}
+
+
+def _reply(batch: Exchange, parts: list[str], answers: list[Any]) -> Reply:
+    """The transaction's answers, one per command of ``parts``, as a :class:`Reply`."""
+    reply = Reply()
+    unsent = reply.unsent
+    events, rejected = iter(batch.events), iter(batch.rejected)
+    for part, answer in zip(parts, answers, strict=True):
+        failed = isinstance(answer, Exception)
+        if failed:
+            reply.errors.append(f"{part}: {answer}")
+        if part == "event":
+            event = next(events)
+            unsent.events += [event] if failed else []
+        elif part == "rejected":
+            kind = next(rejected)
+            unsent.rejected += [kind] if failed else []
+        elif failed and part == "acks":
+            unsent.acks = batch.acks
+        elif failed and part == "plain":
+            unsent.plain = batch.plain
+        elif failed:
+            continue  # renewals go again at the next renewal; leases are asked again
+        elif part == "time":
+            reply.server = answer[0] + answer[1] / 1e6
+        elif part == "renew":
+            reply.lost = [member.decode() for member in answer]
+        elif part == "lease":
+            out, dead, reply.malformed = answer
+            reply.leased = [(out[i].decode(), out[i + 1]) for i in range(0, len(out), 2)]
+            reply.dead = [rid.decode() for rid in dead]
+    return reply

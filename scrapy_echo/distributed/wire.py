@@ -5,13 +5,20 @@ worker. Here a request is stored as JSON, and a stored entry becomes a request o
 field has the documented type, its class is one of Scrapy's own request classes, and its
 callbacks name public methods of the running spider's class. Anything else is an
 :class:`InvalidPayload` (with a ``kind`` for the stats); nothing in it is ever executed.
+
+In distributed mode a stored request must also keep to :class:`RequestRules`: what it may ask
+of a worker beyond "fetch this URL for that callback" (docs/distributed.rst, "What a stored
+request may ask").
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.request import request_from_dict
@@ -33,15 +40,112 @@ _FIELDS = {
 _MAX_PAYLOAD = 1 << 20
 
 
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _statuses(value: Any) -> bool:
+    return isinstance(value, list) and all(_count(v) and 100 <= v <= 599 for v in value)
+
+
+def _seconds(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
+# The meta keys a request from Redis may carry, each with the values it may take: ECHO's own
+# tags, and Scrapy's keys that change how a response is handled but never where a request
+# goes, through what, or with whose credentials. Not here, so refused: proxy, _auth_proxy,
+# http_user / http_pass (credentials), download_slot (politeness), bindaddress,
+# dont_obey_robotstxt, allow_offsite, download_maxsize, and the keys middlewares set on a
+# request under way (redirect_*, retry_times: a followup is finished where it started).
+META_RULES: dict[str, Callable[[Any], bool]] = {
+    "echo": lambda value: isinstance(value, dict),
+    "echo_refresh": _flag,
+    "dont_cache": _flag,
+    "depth": _count,
+    "is_start_request": _flag,
+    "dont_redirect": _flag,
+    "dont_retry": _flag,
+    "max_retry_times": _count,
+    "handle_httpstatus_all": _flag,
+    "handle_httpstatus_list": _statuses,
+    "dont_merge_cookies": _flag,
+    "cookiejar": lambda value: isinstance(value, str) or _count(value),
+    "download_timeout": _seconds,
+    "referrer_policy": lambda value: isinstance(value, str),
+}
+METHODS = ("GET", "HEAD", "POST")
+# Credentials are added on the worker (HttpAuthMiddleware, the cookie jar), never read from
+# Redis: whoever can write there could attach them to any URL, and anyone who can read it
+# would see them.
+REFUSED_HEADERS = ("authorization", "proxy-authorization", "cookie")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+_UNSAFE = re.compile(r"[\r\n\x00]")
+
+
 class InvalidPayload(ValueError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
 
-def encode_request(request: Request, spider: Spider, source_callback: Any) -> str:
+@dataclass(frozen=True)
+class RequestRules:
+    """What a request read from Redis may ask of a worker: a method of :data:`METHODS`,
+    meta keys of :data:`META_RULES` (with their values) or of ``extra_meta``
+    (``ECHO_REDIS_META_ALLOW``, any value), no header of :data:`REFUSED_HEADERS` and no
+    cookies."""
+
+    extra_meta: frozenset[str] = frozenset()
+
+    @classmethod
+    def allowing(cls, extra_meta: Iterable[str]) -> RequestRules:
+        return cls(frozenset(extra_meta))
+
+    def check(self, data: dict[str, Any]) -> None:
+        """``InvalidPayload`` if ``data`` (a request's dict form, headers as text) asks for
+        more than these rules allow."""
+        method = data.get("method", "GET")
+        if method not in METHODS:
+            raise InvalidPayload("method_refused", f"method {method!r:.40} refused")
+        for key, value in data.get("meta", {}).items():
+            if key in self.extra_meta:
+                continue
+            rule = META_RULES.get(key)
+            if rule is None:
+                raise InvalidPayload(
+                    "meta_refused", f"meta key {key!r:.60} refused (see ECHO_REDIS_META_ALLOW)"
+                )
+            if not rule(value):
+                raise InvalidPayload("meta_refused", f"meta {key} = {value!r:.60} refused")
+        for name, values in data.get("headers", {}).items():
+            if name.lower() in REFUSED_HEADERS:
+                raise InvalidPayload("header_refused", f"header {name!r:.60} refused")
+            if not _TOKEN.match(name) or any(_UNSAFE.search(value) for value in values):
+                raise InvalidPayload("header_refused", f"header {name!r:.60} is malformed")
+        if data.get("cookies"):
+            raise InvalidPayload("cookies_refused", "cookies refused (use the cookie jar)")
+
+
+def encode_request(
+    request: Request,
+    spider: Spider,
+    source_callback: Any,
+    *,
+    rules: RequestRules | None = None,
+) -> str:
     """JSON for ``request``; ``ValueError`` if it cannot be stored as data (a callback that
-    is not a spider method, meta that is not JSON)."""
+    is not a spider method, meta that is not JSON), or (:class:`InvalidPayload`) if it
+    breaks ``rules``: then a worker would refuse it, so it is never stored."""
     own = request.callback is source_callback
     if own:
         request = request.replace(callback=None)
@@ -53,16 +157,26 @@ def encode_request(request: Request, spider: Spider, source_callback: Any) -> st
         key.decode("latin-1"): [v.decode("latin-1") for v in values]
         for key, values in data["headers"].items()
     }
+    if rules is not None:
+        try:
+            rules.check(data)
+        except InvalidPayload as exc:
+            raise InvalidPayload(exc.kind, f"request {request.url}: {exc}") from None
     try:
         return json.dumps(data, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"request {request.url} holds data that is not JSON: {exc}") from None
 
 
 def decode_request(
-    payload: bytes | str, spider: Spider, source_callback: Callable[..., Any]
+    payload: bytes | str,
+    spider: Spider,
+    source_callback: Callable[..., Any],
+    *,
+    rules: RequestRules | None = None,
 ) -> Request:
-    """The request stored as ``payload``, or :class:`InvalidPayload`."""
+    """The request stored as ``payload``, or :class:`InvalidPayload`. ``rules``: what it
+    may ask of a worker (``None``: anything, for files this crawl wrote itself)."""
     if len(payload) > _MAX_PAYLOAD:
         raise InvalidPayload("too_large", f"payload of {len(payload)} bytes")
     if isinstance(payload, bytes) and payload[:1] == b"\x80":
@@ -71,12 +185,16 @@ def decode_request(
         data = json.loads(payload)
     except (ValueError, UnicodeDecodeError):
         raise InvalidPayload("not_json", f"not JSON: {payload[:60]!r}") from None
+    except RecursionError:  # nested deeper than the parser's stack
+        raise InvalidPayload("too_deep", f"JSON nested too deep: {payload[:60]!r}") from None
     if not isinstance(data, dict):
         raise InvalidPayload("not_object", "not a JSON object")
     unknown = set(data) - _FIELDS
     if unknown:
         raise InvalidPayload("unknown_field", f"unknown fields {sorted(unknown)[:3]}")
     _check(data, spider)
+    if rules is not None:
+        rules.check(data)
     own = data.get("callback") == SOURCE_CALLBACK
     if own:
         data["callback"] = None
@@ -87,8 +205,9 @@ def decode_request(
             for k, vs in data.get("headers", {}).items()
         }
         request = request_from_dict(data, spider=spider)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise InvalidPayload("bad_field", f"not a request: {exc}") from None
+    except (ValueError, TypeError, LookupError, RecursionError) as exc:
+        # (LookupError: a missing key, or an unknown encoding.)
+        raise InvalidPayload("bad_field", f"not a request: {exc!r:.200}") from None
     if own:
         request = request.replace(callback=source_callback)
     return request
