@@ -117,8 +117,8 @@ class EchoScheduler(EchoComponent):
         check_page_callback(self.runtime)
         self.dupefilter.open()
         restored = self.checkpointer.restore(spider)
-        for url in self.runtime.config.sources + read_sources(getattr(spider, "echo_sources", ())):
-            self.state.add_source(url)
+        own = read_sources(getattr(spider, "echo_sources", ()))
+        self.state.add_sources(self.runtime.config.sources + own)
         if not self.state.sources:
             logger.warning(
                 "ECHO has no sources: set ECHO_SOURCES or the spider's echo_sources; "

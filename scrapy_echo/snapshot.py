@@ -332,8 +332,7 @@ def restore(
     request = _Counted(decode)
     try:
         state = CrawlState(runtime.config)
-        for status in snapshot["sources"]:
-            state.add_source(status.url)
+        state.add_sources(status.url for status in snapshot["sources"])
         state.sources[:] = snapshot["sources"]
         state.source_crawls = sum(status.crawls for status in state.sources)
         state.retired_count = sum(status.retired for status in state.sources)

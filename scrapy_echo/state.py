@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +114,26 @@ class CrawlState:
 
     def add_source(self, url: str) -> int:
         """The id of ``url`` as a source, adding it if new."""
+        (source,) = self.add_sources([url])
+        return source
+
+    def add_sources(self, urls: Iterable[str]) -> list[int]:
+        """The ids of ``urls`` as sources, adding those that are new. The per-source tables
+        grow once for all of them: one at a time, each would be copied at every addition."""
+        ids = [self._register(url) for url in urls]
+        n = len(self.sources)
+        if n > self._last_crawl.size:  # grow by doubling: sources may come one by one
+            grown = np.full(max(16, 2 * self._last_crawl.size, n), np.nan)
+            grown[: self._last_crawl.size] = self._last_crawl
+            self._last_crawl = grown
+        # The view the policies read at every decision, made once per addition.
+        self._last_view = self._last_crawl[:n]
+        self.learner.grow(n)
+        self.frontier.grow(n)
+        self.signals.grow(n)
+        return ids
+
+    def _register(self, url: str) -> int:
         known = self._ids_as_given.get(url)  # (the key costs more than the rest)
         if known is not None:
             return known
@@ -125,15 +146,6 @@ class CrawlState:
         self.sources.append(SourceStatus(url))
         self.source_ids[key] = source
         self._ids_as_given[url] = source
-        if source >= self._last_crawl.size:  # grow by doubling: sources may come one by one
-            grown = np.full(max(16, 2 * self._last_crawl.size), np.nan)
-            grown[: self._last_crawl.size] = self._last_crawl
-            self._last_crawl = grown
-        # The view the policies read at every decision, made once per added source.
-        self._last_view = self._last_crawl[: len(self.sources)]
-        self.learner.grow(source + 1)
-        self.frontier.grow(source + 1)
-        self.signals.grow(source + 1)
         return source
 
     def revive(self, source: int) -> bool:

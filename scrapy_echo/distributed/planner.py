@@ -143,8 +143,7 @@ class Planner:
         if not restored:  # a fresh state has counted no click: every feed from the top
             self.runtime.restore_feeds({})
         self.runtime.state = fresh
-        for url in self.config.sources + read_sources(getattr(spider, "echo_sources", ())):
-            fresh.add_source(url)
+        fresh.add_sources(self.config.sources + read_sources(getattr(spider, "echo_sources", ())))
         self.runtime.holds_state = True
         self.outstanding.clear()
         self.queued_pages.clear()

@@ -135,8 +135,7 @@ def simulate(
         f"https://h{hosts.setdefault(urlsplit(url).hostname or '', len(hosts))}.sim.invalid/s/{i}"
         for i, url in enumerate(trace.source_urls)
     ]
-    for url in source_urls:
-        state.add_source(url)
+    state.add_sources(source_urls)
     page_urls = [f"{_PAGE_URL}{page}" for page in range(trace.n_pages)]
     page_ids = {url: page for page, url in enumerate(page_urls)}
     created = trace.page_created.tolist()
