@@ -2,7 +2,8 @@
 
 What is saved: sources and their crawl times, validators and failures, seen links, everything
 the learner knows (crawl histories, click tables, pending clicks), the waiting new pages and the
-plain lane, and the click feed's read position: one :mod:`scrapy_echo.snapshot`, the format
+plain lane, the requests in flight (:mod:`scrapy_echo.in_flight`; saved at the head of the
+plain lane), and the click feed's read position: one :mod:`scrapy_echo.snapshot`, the format
 Redis and ``scrapy echo-report`` use too (versioned plain data, no pickle, readable by later
 builds). Taken every ``ECHO_CHECKPOINT_INTERVAL`` seconds and at close, and written (on a
 thread, but at close) to a temporary file that is flushed, synced and renamed over the old
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scrapy.utils.request import request_from_dict
 
 from scrapy_echo import snapshot as snapshots
+from scrapy_echo.in_flight import LET_GO_AFTER, InFlight
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -94,6 +96,10 @@ class Checkpointer:
         self._written = 0  # the newest one written
         self._writing = threading.Lock()
         self._unsaved_requests = 0
+        self._saved_in_flight = 0
+        settings, stats = runtime.crawler.settings, runtime.crawler.stats
+        timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
+        self.in_flight = InFlight(LET_GO_AFTER * timeout, stats)
 
     @classmethod
     def from_crawler(
@@ -105,6 +111,19 @@ class Checkpointer:
     @property
     def enabled(self) -> bool:
         return self.path is not None
+
+    def open(self, spider: Spider) -> bool:
+        """Restore the last checkpoint (``True`` if one was loaded), and from now on follow
+        the requests in flight, for the checkpoints to save."""
+        if self.path is not None:
+            # The one-machine scheduler is the one listener (distributed mode has its own).
+            self.runtime.on_done = self.in_flight.done
+        return self.restore(spider)
+
+    def handed(self, request: Request) -> None:
+        """The scheduler handed ``request`` to the engine."""
+        if self.path is not None:
+            self.in_flight.handed(request, self.runtime.clock())
 
     def save(self) -> Deferred[bool] | None:
         """Take a checkpoint: the state is captured here, on the reactor (cheap: see
@@ -133,8 +152,11 @@ class Checkpointer:
         if self.path is None or self.scheduler.spider is None:
             return None
         self._captures += 1
+        # Requests in flight go first: they were taken before anything still waiting.
+        in_flight = self.in_flight.holding(self.runtime.clock())
+        self._saved_in_flight = len(in_flight)
         return self._captures, snapshots.capture(
-            self.runtime, self.scheduler.encode, self.scheduler.plain
+            self.runtime, self.scheduler.encode, [*in_flight, *self.scheduler.plain]
         )
 
     def _write(self, number: int, captured: snapshots.Captured) -> bool:
@@ -162,6 +184,7 @@ class Checkpointer:
         if stats is not None:
             stats.set_value("echo/jobdir/saves", self.saves)
             stats.set_value("echo/jobdir/unsaved_requests", self._unsaved_requests)
+            stats.set_value("echo/jobdir/in_flight", self._saved_in_flight)
         logger.debug(
             "ECHO checkpoint %d written in %.3f s: %d sources, %d waiting pages",
             number,

@@ -115,7 +115,7 @@ class EchoScheduler(EchoComponent):
         self.attach(spider)
         check_page_callback(self.runtime)
         self.dupefilter.open()
-        restored = self.checkpointer.restore(spider)
+        restored = self.checkpointer.open(spider)
         for url in self.runtime.config.sources + read_sources(getattr(spider, "echo_sources", ())):
             self.state.add_source(url)
         if not self.state.sources:
@@ -209,6 +209,7 @@ class EchoScheduler(EchoComponent):
         request = self._next_request()
         if request is not None:
             self.count_scrapy_stat("dequeued", "memory")
+            self.checkpointer.handed(request)  # in flight, for checkpoints to save
         return request
 
     def _next_request(self) -> Request | None:

@@ -29,7 +29,7 @@ learner         :meth:`SourceLearner.to_data <scrapy_echo.model.learning.SourceL
 frontier        waiting new pages by field: ``source``, ``request``, ``appeared``,
                 ``discovered``, a list each (earlier: ``[source, request, appeared,
                 discovered]`` per page, still read)
-plain           the plain lane's requests (JOBDIR only)
+plain           the plain lane's requests, after those in flight when saved (JOBDIR only)
 signals         :meth:`SignalBook.to_data <scrapy_echo.model.signals.SignalBook.to_data>`
                 (optional: later in version 2)
 overlap         :meth:`OverlapBook.to_data <scrapy_echo.model.overlap.OverlapBook.to_data>`

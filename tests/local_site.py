@@ -38,7 +38,8 @@ class Section:
 class LocalNewsSite:
     """``host``: the loopback address it binds (each is its own download slot); ``disallow``:
     path prefixes its robots.txt disallows; ``dies_after``: seconds after which it answers
-    every request with 503."""
+    every request with 503; ``slow``: (share, seconds): that share of the articles (every
+    ``1/share``-th) answers only after that many seconds."""
 
     def __init__(
         self,
@@ -47,11 +48,13 @@ class LocalNewsSite:
         host: str = "127.0.0.1",
         disallow: tuple[str, ...] = (),
         dies_after: float | None = None,
+        slow: tuple[float, float] | None = None,
     ) -> None:
         self.sections = sections
         self.host = host
         self.disallow = disallow
         self.dies_after = dies_after
+        self.slow = slow
         self.started = time.time()
         self.hits: Counter[str] = Counter()
         self.hit_log: list[tuple[float, str]] = []  # (time, path) of every request
@@ -268,6 +271,8 @@ def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
                 return
             with site.lock:
                 site.first_fetch.setdefault(path, time.time())
+            if site.slow is not None and index % round(1 / site.slow[0]) == 0:
+                time.sleep(site.slow[1])
             published = site.published_at(name, index)
             born = datetime.fromtimestamp(published, timezone.utc)
             edits = site.sections[name].edits
