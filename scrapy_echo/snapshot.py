@@ -46,9 +46,11 @@ history         one sample per re-solve, for reports
 from __future__ import annotations
 
 import gc
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -254,8 +256,7 @@ def read(data: bytes) -> dict[str, Any]:
         if version != VERSION or snapshot.get("format") != FORMAT:
             raise codec.CodecError(f"not a state snapshot of version {VERSION}")
         snapshot["sources"] = [
-            SourceStatus(**{k: v for k, v in status.items() if k in STATUS_FIELDS})
-            for status in _source_rows(snapshot["sources"])
+            SourceStatus.from_data(status) for status in _source_rows(snapshot["sources"])
         ]
         snapshot["learner"] = SourceLearner.from_data(snapshot["learner"])
         snapshot["frontier"] = _frontier_rows(snapshot["frontier"])
@@ -292,6 +293,17 @@ def _frontier_rows(frontier: Any) -> list[Sequence[Any]]:
     if len({len(column) for column in columns}) > 1:
         raise ValueError("frontier fields of different lengths")
     return list(zip(*columns, strict=True))
+
+
+def _whole(row: Any, sources: int) -> bool:
+    """Whether a waiting page's row is whole: one of the ``sources`` and finite times."""
+    if not isinstance(row, Sequence) or len(row) != 4:
+        return False
+    source, times = row[0], (row[2], row[3])
+    if isinstance(source, bool) or not isinstance(source, int | np.integer):
+        return False
+    real = all(isinstance(t, Real) and not isinstance(t, bool) and math.isfinite(t) for t in times)
+    return real and 0 <= int(source) < sources
 
 
 def _source_rows(sources: Any) -> list[dict[str, Any]]:
@@ -365,7 +377,11 @@ def restore(
             if saved.prior_period != current.prior_period:  # a new prior, until one is fitted
                 saved.prior_period, saved.book.prior = current.prior_period, current.book.prior
             state.refresh = saved
-        for source, payload, appeared, discovered in _frontier_rows(snapshot["frontier"]):
+        for row in _frontier_rows(snapshot["frontier"]):
+            if not _whole(row, len(state.sources)):
+                request.failed += 1  # (one damaged page must not cost the whole state)
+                continue
+            source, payload, appeared, discovered = row
             page = request(payload)
             if page is not None:
                 state.frontier.push(source, page, appeared=appeared, discovered=discovered)

@@ -1,5 +1,6 @@
 """JOBDIR checkpoints: a round trip of the whole state, requests in flight saved (and a real
-crawl killed with them in flight), and a damaged file set aside."""
+crawl killed with them in flight), saved requests that no longer fit skipped, and a damaged
+file set aside."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from scrapy import Request
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
+from scrapy_echo import codec
 from scrapy_echo.extension import EchoExtension
 from scrapy_echo.in_flight import InFlight
 from scrapy_echo.jobdir import FILE_NAME, read_checkpoint
@@ -318,6 +320,100 @@ def test_a_request_in_flight_gives_way_to_its_redirect_and_is_let_go_if_never_do
         assert flying.holding(200.0) == []
     assert stats.get_value("echo/jobdir/in_flight_let_go") == 2
     assert caplog.text.count("never reported done") == 1  # then only counted
+
+
+class OldSpider(Spider):
+    """The spider of an earlier run: its methods were renamed since."""
+
+    def parse_article(self, response: Any) -> Any:
+        return []
+
+    def parse_list(self, response: Any) -> Any:
+        return []
+
+
+def test_requests_naming_a_renamed_callback_are_skipped_and_named_once(tmp_path, caplog) -> None:
+    job, feed = str(tmp_path / "job"), str(tmp_path / "c.jsonl")
+    first = open_scheduler(job, feed, spider=OldSpider)
+    old = first.spider
+    assert isinstance(old, OldSpider)
+    first.enqueue_request(page("http://a.test/x", 0).replace(callback=old.parse_article))
+    first.enqueue_request(Request("http://c.test/list/1", callback=old.parse_list))
+    first.enqueue_request(Request("http://c.test/list/2", callback=old.parse_list))
+    first.enqueue_request(Request("http://c.test/plain"))
+    first.close("shutdown")
+
+    with caplog.at_level(logging.WARNING, logger="scrapy_echo.jobdir"):
+        second = open_scheduler(job, feed)  # the spider now has parse only
+    stats = second.crawler.stats
+    assert [r.url for r in second.plain] == ["http://c.test/plain"]
+    assert stats.get_value("echo/jobdir/unrestored_requests") == 2
+    assert stats.get_value("echo/jobdir/unrestored_requests/bad_callback") == 2
+    (skipped,) = [r.getMessage() for r in caplog.records if "parse_list" in r.getMessage()]
+    assert "2 saved requests skipped" in skipped
+    # A waiting page's link is seen: it goes to this run's page callback, not away.
+    (waiting,) = second.state.frontier.pages()
+    assert waiting.page.url == "http://a.test/x"
+    assert waiting.page.callback == second.spider.parse
+    assert stats.get_value("echo/jobdir/page_callback_changed") == 1
+    assert "'parse_article'" in caplog.text
+    assert not list((tmp_path / "job").glob("*.unreadable-*"))
+    second.close("shutdown")
+
+
+def test_damaged_saved_requests_are_skipped_and_the_rest_restored(tmp_path) -> None:
+    job, feed = tmp_path / "job", str(tmp_path / "c.jsonl")
+    first = open_scheduler(str(job), feed)
+    for i in range(6):
+        first.enqueue_request(page(f"http://a.test/{i}", 0))
+    first.enqueue_request(Request("http://c.test/plain"))
+    first.close("shutdown")
+    snapshot = codec.loads((job / FILE_NAME).read_bytes())
+    frontier = snapshot["frontier"]
+    frontier["source"][0] = 99  # no such source: it raised out of open()
+    frontier["source"][1] = True
+    frontier["appeared"][2] = "x"
+    frontier["discovered"][3] = float("nan")
+    frontier["request"][4] = ["not", "a", "request"]
+    snapshot["plain"].append({"url": "http://c.test/dict"})
+    (job / FILE_NAME).write_bytes(codec.dumps(snapshot))
+    intact = json.loads(frontier["request"][5])["url"]
+
+    second = open_scheduler(str(job), feed)
+    assert [p.page.url for p in second.state.frontier.pages()] == [intact]
+    assert [r.url for r in second.plain] == ["http://c.test/plain"]
+    assert second.crawler.stats.get_value("echo/jobdir/unrestored_requests") == 6
+    assert not list(job.glob("*.unreadable-*"))
+    assert [second.next_request() is not None for _ in range(2)] == [True, True]
+    second.close("shutdown")
+
+
+def damage_new_links(data: bytes) -> bytes:
+    snapshot = codec.loads(data)
+    snapshot["sources"]["new_links"] = ["x", "x"]  # it raised out of open(), at the re-solve
+    return codec.dumps(snapshot)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda data: data[: len(data) // 2], lambda data: b"{]", damage_new_links],
+    ids=["truncated", "not_json", "wrong_type"],
+)
+def test_an_unreadable_checkpoint_is_set_aside_and_the_crawl_starts_afresh(
+    tmp_path, caplog, damage
+) -> None:
+    job, feed = tmp_path / "job", str(tmp_path / "c.jsonl")
+    first = open_scheduler(str(job), feed)
+    first.enqueue_request(page("http://a.test/x", 0))
+    first.close("shutdown")
+    (job / FILE_NAME).write_bytes(damage((job / FILE_NAME).read_bytes()))
+    with caplog.at_level(logging.ERROR, logger="scrapy_echo.jobdir"):
+        second = open_scheduler(str(job), feed)
+    (aside,) = job.glob(f"{FILE_NAME}.unreadable-*")
+    assert f"{job / FILE_NAME} unreadable" in caplog.text
+    assert f"moved to {aside}, and the crawl starts afresh" in caplog.text
+    assert len(second.state.frontier) == 0 and len(second.state.sources) == 2
+    second.close("shutdown")
 
 
 @pytest.mark.slow
