@@ -332,8 +332,8 @@ def restore(
     decode: Callable[[Any], Request],
 ) -> tuple[CrawlState, list[Request], int]:
     """A new state from a :func:`read` snapshot, the plain lane's requests, and how many
-    stored requests ``decode`` refused (``ValueError``). The runtime's feed positions are
-    restored too. :class:`codec.CodecError` if the snapshot does not fit together."""
+    stored requests were skipped (``decode`` refused them, ``ValueError``, or their row was
+    damaged). Feed positions are restored too. ``CodecError`` if the snapshot does not fit."""
     request = _Counted(decode)
     try:
         state = CrawlState(runtime.config)
