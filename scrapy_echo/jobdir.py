@@ -120,14 +120,6 @@ class Checkpointer:
     def enabled(self) -> bool:
         return self.path is not None
 
-    def open(self, spider: Spider) -> bool:
-        """Restore the last checkpoint (``True`` if one was loaded), and from now on follow
-        the requests in flight, for the checkpoints to save."""
-        if self.path is not None:
-            # The one-machine scheduler is the one listener (distributed mode has its own).
-            self.runtime.on_done = self.in_flight.done
-        return self.restore(spider)
-
     def handed(self, request: Request) -> None:
         """The scheduler handed ``request`` to the engine."""
         if self.path is not None:
@@ -211,9 +203,12 @@ class Checkpointer:
         logger.error("ECHO checkpoint %d to %s failed: %s", number, self.path, failure.value)
 
     def restore(self, spider: Spider) -> bool:
-        """Load the last checkpoint, if any; ``True`` if one was loaded."""
+        """Load the last checkpoint, if any; ``True`` if one was loaded. The crawl starts
+        now: from here on, the checkpoints follow the requests in flight."""
         if self.path is None:
             return False
+        # The one-machine scheduler is the one listener (distributed mode has its own).
+        self.runtime.on_done = self.in_flight.done
         path: Path = self.path
         decode: Callable[[Any], Request] = self.scheduler.decode
         legacy = self.path.with_name(LEGACY_FILE_NAME)

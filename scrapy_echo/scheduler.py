@@ -115,7 +115,7 @@ class EchoScheduler(EchoComponent):
         self.attach(spider)
         check_page_callback(self.runtime)
         self.dupefilter.open()
-        restored = self.checkpointer.open(spider)
+        restored = self.checkpointer.restore(spider)
         for url in self.runtime.config.sources + read_sources(getattr(spider, "echo_sources", ())):
             self.state.add_source(url)
         if not self.state.sources:
