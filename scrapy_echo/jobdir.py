@@ -2,11 +2,18 @@
 
 What is saved: sources and their crawl times, validators and failures, seen links, everything
 the learner knows (crawl histories, click tables, pending clicks), the waiting new pages and the
-plain lane, and the click feed's read position: one :mod:`scrapy_echo.snapshot`, the format
+plain lane, the requests in flight (:mod:`scrapy_echo.in_flight`; saved at the head of the
+plain lane), and the click feed's read position: one :mod:`scrapy_echo.snapshot`, the format
 Redis and ``scrapy echo-report`` use too (versioned plain data, no pickle, readable by later
 builds). Taken every ``ECHO_CHECKPOINT_INTERVAL`` seconds and at close, and written (on a
 thread, but at close) to a temporary file that is flushed, synced and renamed over the old
 one: a ``kill -9`` leaves the previous checkpoint whole, so it loses at most one period.
+
+A checkpoint that cannot be read at all is moved aside (``echo-state.json.unreadable-<time>``)
+and the crawl starts afresh, with an error in the log; a saved request that no longer fits the
+spider (a renamed callback, a damaged entry) is skipped, counted and logged once per reason,
+and the rest is restored. A waiting page whose callback is gone goes to this run's page
+callback instead: its link is seen, nothing else would fetch it.
 
 A job directory from a build before this format holds ``echo-state.pickle``; it is read once
 (it is the user's own file) and the next checkpoint replaces it.
@@ -15,6 +22,7 @@ A job directory from a build before this format holds ``echo-state.pickle``; it 
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import pickle
@@ -28,10 +36,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scrapy.utils.request import request_from_dict
 
 from scrapy_echo import snapshot as snapshots
+from scrapy_echo.in_flight import LET_GO_AFTER, InFlight
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
     from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
 
@@ -94,6 +104,10 @@ class Checkpointer:
         self._written = 0  # the newest one written
         self._writing = threading.Lock()
         self._unsaved_requests = 0
+        self._saved_in_flight = 0
+        settings, stats = runtime.crawler.settings, runtime.crawler.stats
+        timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
+        self.in_flight = InFlight(LET_GO_AFTER * timeout, stats)
 
     @classmethod
     def from_crawler(
@@ -105,6 +119,11 @@ class Checkpointer:
     @property
     def enabled(self) -> bool:
         return self.path is not None
+
+    def handed(self, request: Request) -> None:
+        """The scheduler handed ``request`` to the engine."""
+        if self.path is not None:
+            self.in_flight.handed(request, self.runtime.clock())
 
     def save(self) -> Deferred[bool] | None:
         """Take a checkpoint: the state is captured here, on the reactor (cheap: see
@@ -133,8 +152,11 @@ class Checkpointer:
         if self.path is None or self.scheduler.spider is None:
             return None
         self._captures += 1
+        # Requests in flight go first: they were taken before anything still waiting.
+        in_flight = self.in_flight.holding(self.runtime.clock())
+        self._saved_in_flight = len(in_flight)
         return self._captures, snapshots.capture(
-            self.runtime, self.scheduler.encode, self.scheduler.plain
+            self.runtime, self.scheduler.encode, [*in_flight, *self.scheduler.plain]
         )
 
     def _write(self, number: int, captured: snapshots.Captured) -> bool:
@@ -162,6 +184,7 @@ class Checkpointer:
         if stats is not None:
             stats.set_value("echo/jobdir/saves", self.saves)
             stats.set_value("echo/jobdir/unsaved_requests", self._unsaved_requests)
+            stats.set_value("echo/jobdir/in_flight", self._saved_in_flight)
         logger.debug(
             "ECHO checkpoint %d written in %.3f s: %d sources, %d waiting pages",
             number,
@@ -180,9 +203,12 @@ class Checkpointer:
         logger.error("ECHO checkpoint %d to %s failed: %s", number, self.path, failure.value)
 
     def restore(self, spider: Spider) -> bool:
-        """Load the last checkpoint, if any; ``True`` if one was loaded."""
+        """Load the last checkpoint, if any; ``True`` if one was loaded. The crawl starts
+        now: from here on, the checkpoints follow the requests in flight."""
         if self.path is None:
             return False
+        # The one-machine scheduler is the one listener (distributed mode has its own).
+        self.runtime.on_done = self.in_flight.done
         path: Path = self.path
         decode: Callable[[Any], Request] = self.scheduler.decode
         legacy = self.path.with_name(LEGACY_FILE_NAME)
@@ -190,24 +216,24 @@ class Checkpointer:
             path, decode = legacy, _legacy_decoder(spider)
         if not path.exists():
             return False
+        saved = SavedRequests(decode, self._page_callback_name())
         try:
             snapshot = read_checkpoint(path)
-            restored, plain, refused = snapshots.restore(self.runtime, snapshot, decode)
+            restored, plain, refused = snapshots.restore(self.runtime, snapshot, saved)
         except Exception as exc:
             # Keep the file for inspection; a fresh start beats refusing to run a monitor.
             aside = path.with_name(f"{path.name}.unreadable-{int(time.time())}")
             os.replace(path, aside)
-            logger.error("ECHO checkpoint %s unreadable (%s); moved to %s", path, exc, aside)
+            logger.error(
+                "ECHO checkpoint %s unreadable (%s); moved to %s, and the crawl starts afresh",
+                path,
+                exc,
+                aside,
+            )
             return False
         self.runtime.state = restored  # every component reads it through the runtime
         self.scheduler.plain.extend(plain)
-        if refused:
-            logger.warning(
-                "ECHO checkpoint %s: %d saved requests could not be restored", path, refused
-            )
-            stats = self.runtime.crawler.stats
-            if stats is not None:
-                stats.set_value("echo/jobdir/unrestored_requests", refused)
+        saved.report(path, refused, self.runtime.crawler.stats)
         state = self.runtime.state
         logger.info(
             "ECHO resumed from %s (saved %.0f s ago): %d sources, %d waiting pages",
@@ -217,6 +243,12 @@ class Checkpointer:
             len(state.frontier),
         )
         return True
+
+    def _page_callback_name(self) -> str | None:
+        try:
+            return getattr(self.runtime.page_callback(), "__name__", None)
+        except ValueError:  # (the scheduler stops the crawl on that before it restores)
+            return None
 
 
 def read_checkpoint(path: Path) -> dict[str, Any]:
@@ -229,6 +261,76 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
         raise ValueError(f"format version {snapshot.get('version')!r}")
     snapshots.upgrade_learner(snapshot["learner"])
     return snapshot
+
+
+class SavedRequests:
+    """The decoder of a checkpoint's saved requests: ``decode``, with every refusal counted
+    by reason, and a waiting page whose callback the spider no longer has sent to
+    ``page_callback`` (this run's): its link is seen, so nothing else would fetch it."""
+
+    def __init__(self, decode: Callable[[Any], Request], page_callback: str | None) -> None:
+        self.decode = decode
+        self.page_callback = page_callback
+        self.refused: dict[str, list[Any]] = {}  # reason -> [kind, count, first message]
+        self.moved: dict[str, int] = {}  # pages sent to page_callback, by their old callback
+
+    def __call__(self, payload: Any) -> Request:
+        try:
+            return self.decode(payload)
+        # (TypeError: an entry of the wrong type; RecursionError: JSON nested too deep.)
+        except (ValueError, TypeError, RecursionError) as exc:
+            kind = getattr(exc, "kind", "damaged")
+            if kind == "bad_callback":
+                page = self._to_page_callback(payload)
+                if page is not None:
+                    return page
+            # Each missing callback is a reason of its own: the log names every one.
+            reason = str(exc) if kind == "bad_callback" else kind
+            entry = self.refused.setdefault(reason, [kind, 0, str(exc)])
+            entry[1] += 1
+            raise ValueError(str(exc)) from None
+
+    def _to_page_callback(self, payload: Any) -> Request | None:
+        try:
+            data = json.loads(payload)
+            kind, callback = data["meta"]["echo"]["kind"], data["callback"]
+        except (ValueError, TypeError, KeyError):
+            return None
+        if kind not in ("page", "refresh") or self.page_callback in (None, callback):
+            return None  # (not a page, or its errback is what is missing)
+        data["callback"] = self.page_callback
+        try:
+            page = self.decode(json.dumps(data))
+        except ValueError:
+            return None
+        self.moved[str(callback)] = self.moved.get(str(callback), 0) + 1
+        return page
+
+    def report(self, path: Path, refused: int, stats: StatsCollector | None) -> None:
+        """Log each reason once and count the requests skipped (``refused`` in all: entries
+        too damaged to reach the decoder are counted by the snapshot only)."""
+        damaged = refused - sum(count for _, count, _ in self.refused.values())
+        if damaged > 0:
+            self.refused["damaged entries"] = ["damaged", damaged, "damaged entries"]
+        for kind, count, message in self.refused.values():
+            logger.warning("ECHO checkpoint %s: %d saved requests skipped: %s", path, count,
+                           message)  # fmt: skip
+            if stats is not None:
+                stats.inc_value(f"echo/jobdir/unrestored_requests/{kind}", count)
+        for callback, count in self.moved.items():
+            logger.warning(
+                "ECHO checkpoint %s: %d waiting pages name callback %r, no longer a spider "
+                "method; they go to %r, this run's page callback",
+                path,
+                count,
+                callback,
+                self.page_callback,
+            )
+        if stats is not None:
+            if refused:
+                stats.set_value("echo/jobdir/unrestored_requests", refused)
+            if self.moved:
+                stats.set_value("echo/jobdir/page_callback_changed", sum(self.moved.values()))
 
 
 def _legacy_decoder(spider: Spider) -> Callable[[Any], Request]:

@@ -210,6 +210,7 @@ class EchoScheduler(EchoComponent):
         request = self._next_request()
         if request is not None:
             self.count_scrapy_stat("dequeued", "memory")
+            self.checkpointer.handed(request)  # in flight, for checkpoints to save
         return request
 
     def _next_request(self) -> Request | None:

@@ -29,7 +29,7 @@ learner         :meth:`SourceLearner.to_data <scrapy_echo.model.learning.SourceL
 frontier        waiting new pages by field: ``source``, ``request``, ``appeared``,
                 ``discovered``, a list each (earlier: ``[source, request, appeared,
                 discovered]`` per page, still read)
-plain           the plain lane's requests (JOBDIR only)
+plain           the plain lane's requests, after those in flight when saved (JOBDIR only)
 signals         :meth:`SignalBook.to_data <scrapy_echo.model.signals.SignalBook.to_data>`
                 (optional: later in version 2)
 overlap         :meth:`OverlapBook.to_data <scrapy_echo.model.overlap.OverlapBook.to_data>`
@@ -49,9 +49,11 @@ history         one sample per re-solve, for reports
 from __future__ import annotations
 
 import gc
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -261,8 +263,7 @@ def read(data: bytes) -> dict[str, Any]:
         if version != VERSION or snapshot.get("format") != FORMAT:
             raise codec.CodecError(f"not a state snapshot of version {VERSION}")
         snapshot["sources"] = [
-            SourceStatus(**{k: v for k, v in status.items() if k in STATUS_FIELDS})
-            for status in _source_rows(snapshot["sources"])
+            SourceStatus.from_data(status) for status in _source_rows(snapshot["sources"])
         ]
         snapshot["learner"] = SourceLearner.from_data(snapshot["learner"])
         snapshot["frontier"] = _frontier_rows(snapshot["frontier"])
@@ -301,6 +302,17 @@ def _frontier_rows(frontier: Any) -> list[Sequence[Any]]:
     return list(zip(*columns, strict=True))
 
 
+def _whole(row: Any, sources: int) -> bool:
+    """Whether a waiting page's row is whole: one of the ``sources`` and finite times."""
+    if not isinstance(row, Sequence) or len(row) != 4:
+        return False
+    source, times = row[0], (row[2], row[3])
+    if isinstance(source, bool) or not isinstance(source, int | np.integer):
+        return False
+    real = all(isinstance(t, Real) and not isinstance(t, bool) and math.isfinite(t) for t in times)
+    return real and 0 <= int(source) < sources
+
+
 def _source_rows(sources: Any) -> list[dict[str, Any]]:
     """The sources of a snapshot, one dict each: stored by field (a list of values per field),
     or one dict per source (snapshots before this build)."""
@@ -327,8 +339,8 @@ def restore(
     decode: Callable[[Any], Request],
 ) -> tuple[CrawlState, list[Request], int]:
     """A new state from a :func:`read` snapshot, the plain lane's requests, and how many
-    stored requests ``decode`` refused (``ValueError``). The runtime's feed positions are
-    restored too. :class:`codec.CodecError` if the snapshot does not fit together."""
+    stored requests were skipped (``decode`` refused them, ``ValueError``, or their row was
+    damaged). Feed positions are restored too. ``CodecError`` if the snapshot does not fit."""
     request = _Counted(decode)
     try:
         state = CrawlState(runtime.config)
@@ -371,7 +383,11 @@ def restore(
             if saved.prior_period != current.prior_period:  # a new prior, until one is fitted
                 saved.prior_period, saved.book.prior = current.prior_period, current.book.prior
             state.refresh = saved
-        for source, payload, appeared, discovered in _frontier_rows(snapshot["frontier"]):
+        for row in _frontier_rows(snapshot["frontier"]):
+            if not _whole(row, len(state.sources)):
+                request.failed += 1  # (one damaged page must not cost the whole state)
+                continue
+            source, payload, appeared, discovered = row
             page = request(payload)
             if page is not None:
                 state.frontier.push(source, page, appeared=appeared, discovered=discovered)

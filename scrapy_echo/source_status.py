@@ -4,7 +4,8 @@ the source is retired or removed."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import MISSING, Field, dataclass, fields
 from operator import attrgetter
 from typing import Any
 
@@ -25,6 +26,17 @@ class SourceStatus:
     removed: bool = False  # removed by the user: not crawled until added again
     robots_blocked: int = 0  # crawls robots.txt forbade (nothing sent, nothing charged)
 
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SourceStatus:
+        """A status from saved ``data`` (fields this build does not know are left out);
+        ``ValueError`` naming a field of the wrong type: the crawl would trip over it later."""
+        known = {name: value for name, value in data.items() if name in _TYPES}
+        for name, value in known.items():
+            allowed = _TYPES[name]
+            if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+                raise ValueError(f"source field {name} is {value!r:.60}")
+        return cls(**known)
+
     def summary(self) -> dict[str, Any]:
         """What ``scrapy echo-sources list`` and :meth:`EchoRuntime.sources` show."""
         return {
@@ -40,6 +52,18 @@ class SourceStatus:
 STATUS_FIELDS = tuple(f.name for f in fields(SourceStatus))
 status_row = attrgetter(*STATUS_FIELDS)
 """A source's status as a tuple, :data:`STATUS_FIELDS` in order."""
+
+
+def _allowed(field: Field[Any]) -> tuple[type, ...]:
+    """The types a saved value of ``field`` may have, from its default."""
+    if field.default is MISSING:
+        return (str,)
+    if field.default is None:
+        return (str, type(None))
+    return (int, float) if isinstance(field.default, float) else (type(field.default),)
+
+
+_TYPES = {f.name: _allowed(f) for f in fields(SourceStatus)}
 
 
 __all__ = ["STATUS_FIELDS", "SourceStatus", "status_row"]
