@@ -4,9 +4,10 @@ redis-server (append-only file), against the local news site.
 Three workers; a quarter of the articles answer slower than a lease lasts; one worker killed
 with SIGKILL every 20 s (the planner every other time), and started again as a new host with
 its own copy of the click feed (another path and inode); Redis restarted once; two malformed
-entries planted in the queue. Then 30 s without faults. Nothing is lost, at most 1% of the
-articles are fetched twice, every click is counted once, planner terms only grow, and the
-crawl goes on after each fault.
+entries planted in the queue. Then 30 s without faults. Nothing is lost; at most 1% of the
+articles are fetched twice other than those under way at a killed worker (which are fetched
+again by design); every click is counted once; planner terms only grow; the crawl goes on
+after each fault.
 """
 
 from __future__ import annotations
@@ -129,12 +130,13 @@ def test_every_fault_at_once_loses_nothing_and_counts_once(tmp_path, server) -> 
         deep = b"e|0|" + b"[" * 100_000 + b"]" * 100_000
         client.hset(f"{base}:req", "p:deep", deep)
         client.zadd(f"{base}:queue", {"p:deep": 0})
-        faults = []
+        faults, kills = [], []
         for round_ in range(KILLS):
             time.sleep(KILL_EVERY)
             pid = planner_pid(server.url, prefix) if round_ % 2 == 0 else None
             victims = [p for p in workers.live() if p.pid == pid] or workers.live()[:1]
             workers.kill(victims[0])
+            kills.append(time.time())
             start()
             faults.append(time.time())
             if round_ == 1:
@@ -154,8 +156,17 @@ def test_every_fault_at_once_loses_nothing_and_counts_once(tmp_path, server) -> 
     articles = [path for path in site.first_fetch if path.startswith("/a/")]
     assert len(articles) > 300
     assert lost == [], f"{len(lost)} stories lost ({len(articles)} fetched)"
+    # A page whose download was under way at the worker killed is fetched again by design:
+    # its response died with the worker. Any other second fetch is a lease that ran out.
     twice = [path for path in articles if site.hits[path] > 1]
-    assert len(twice) <= 0.01 * len(articles), f"{len(twice)} of {len(articles)} fetched twice"
+    when = {p: [t for t, q in site.hit_log if q == p] for p in twice}
+    under_way = [p for p in twice if any(k - SLOW[1] - 1 <= when[p][0] <= k for k in kills)]
+    others = [p for p in twice if p not in under_way]
+    report = (f"{len(twice)} of {len(articles)} fetched twice, {len(under_way)} of them under "
+              f"way at a killed worker")  # fmt: skip
+    print(report)
+    assert len(others) <= 0.01 * len(articles), (report, others)
+    assert len(under_way) <= 3 * KILLS, report
 
     for at in faults:  # the crawl went on after each fault
         assert request_rate(site, at + 5, at + 15) > 0.5 * RATE, (at, faults)
@@ -174,10 +185,8 @@ def test_every_fault_at_once_loses_nothing_and_counts_once(tmp_path, server) -> 
     assert received > 0
     assert received == pytest.approx(clicks_in_feed(Path(path), position["offset"]))
 
-    stats = workers.stats()
-    counters = store.counters()
+    counters = store.counters()  # (a killed worker's own stats are lost with it)
     assert counters.get("malformed", 0) >= 1, counters
-    rejected = sum(s.get("echo/redis/rejected/too_deep", 0) for s in stats)
-    assert rejected >= 1 or counters.get("dead", 0) >= 1
+    assert counters.get("rejected:too_deep", 0) >= 1, counters
     assert client.hget(f"{base}:req", "p:noprefix") is None
     shutil.rmtree(tmp_path / "hosts", ignore_errors=True)

@@ -55,7 +55,7 @@ def load(opts: argparse.Namespace, settings: BaseSettings) -> dict[str, Any]:
 def redis_store(opts: argparse.Namespace, settings: BaseSettings) -> RedisStore:
     from scrapy.settings import BaseSettings as Settings
 
-    from scrapy_echo.distributed.scheduler import redis_client
+    from scrapy_echo.distributed.connection import redis_client
     from scrapy_echo.distributed.store import RedisStore, key_base
 
     prefix = opts.prefix or settings.get("ECHO_REDIS_KEY_PREFIX", "echo")

@@ -31,10 +31,6 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
-from scrapy.settings import BaseSettings
-from scrapy_redis.connection import get_redis_from_settings  # type: ignore[import-untyped]
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import LoopingCall
 
@@ -42,10 +38,12 @@ from scrapy_echo import source_control
 from scrapy_echo.core.events import Event, SourceAdded, SourceFetched, to_json
 from scrapy_echo.distributed import preflight
 from scrapy_echo.distributed.clock import FleetClock
+from scrapy_echo.distributed.connection import redis_client
 from scrapy_echo.distributed.dedup import stamp
 from scrapy_echo.distributed.iothread import RedisThread
 from scrapy_echo.distributed.leases import HeldLeases
-from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
+from scrapy_echo.distributed.planner import Planner
+from scrapy_echo.distributed.planner_round import PlannerRound
 from scrapy_echo.distributed.store import Exchange, RedisStore, Reply, key_base
 from scrapy_echo.distributed.wire import RequestRules
 from scrapy_echo.runtime import EchoComponent
@@ -57,35 +55,13 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
-    from scrapy_echo import snapshot as snapshots
     from scrapy_echo.runtime import EchoRuntime
 
 logger = logging.getLogger(__name__)
 
-# Connection defaults that let a dead server be noticed in seconds (scrapy-redis waits 30 s),
-# with no retries inside redis-py: the round trip retries itself, with back-off and a log
-# line, and never resends half of a batch. REDIS_PARAMS overrides them.
-_REDIS_PARAMS = {
-    "socket_timeout": 5,
-    "socket_connect_timeout": 5,
-    "health_check_interval": 10,
-    "retry_on_timeout": False,
-    "retry": Retry(NoBackoff(), 0),
-}
 _MAX_BACKOFF = 10.0
 # A request in hand for this many lease timeouts without being reported done is let go.
 _FORGOTTEN_AFTER = 10
-
-
-def redis_client(settings: BaseSettings) -> Any:
-    """A client from ``REDIS_URL`` / ``REDIS_PARAMS`` (scrapy-redis's helper), with replies
-    as bytes whatever ``REDIS_DECODE_RESPONSES`` says: payloads are decoded here."""
-    params = {**_REDIS_PARAMS, **settings.getdict("REDIS_PARAMS")}
-    params.pop("decode_responses", None)
-    names = ("REDIS_URL", "REDIS_HOST", "REDIS_PORT", "REDIS_DB", "REDIS_ENCODING")
-    own = BaseSettings({name: settings.get(name) for name in names if settings.get(name)})
-    own.set("REDIS_PARAMS", params)
-    return get_redis_from_settings(own)
 
 
 class DistributedScheduler(EchoComponent):
@@ -101,6 +77,7 @@ class DistributedScheduler(EchoComponent):
         self.io = RedisThread()
         self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.planner = Planner(self)
+        self.planner_round = PlannerRound(self)
         self.held = HeldLeases(self.inc_stat)
         self.followups: deque[Request] = deque()  # redirects and retries of leased requests
         self.outbox = Exchange()
@@ -347,30 +324,10 @@ class DistributedScheduler(EchoComponent):
         if reply.server is not None:
             self.clock.sample(sent, reply.server, time.time())
         try:
-            return reply, self._planner_trip(now, solves)
+            return reply, self.planner_round.trip(now, solves)
         except redis.RedisError as exc:
             # The worker's part went through; the planner's is retried next round.
             return reply, ("error", exc)
-
-    def _planner_trip(self, now: float, solves: list[str]) -> Any:
-        planner = self.planner
-        if not planner.active and planner.try_acquire(now):
-            try:
-                return "took_over", self.store.load_snapshot()
-            except redis.RedisError:
-                planner.term = 0  # not planning without the state; the lease runs out
-                raise
-        if planner.active:
-            polled = self.store.poll(
-                self.token,
-                planner.term,
-                planner.lease_ms(),
-                planner.last_event,
-                EVENTS_PER_ROUND,
-                solves,
-            )
-            return "poll", polled
-        return None
 
     def _received(self, result: tuple[Reply, Any], batch: Exchange) -> Deferred[None] | None:
         reply, planner_part = result
@@ -384,7 +341,7 @@ class DistributedScheduler(EchoComponent):
         self._took(reply)
         if planner_part is None:
             return None
-        return self._plan(*planner_part)
+        return self.planner_round.handle(*planner_part)
 
     def _who(self) -> str:
         spider = type(self.spider)
@@ -424,65 +381,6 @@ class DistributedScheduler(EchoComponent):
                 self._logged_kinds.add("command_errors")
                 logger.warning("ECHO: commands failed in Redis (%s); more are only counted",
                                "; ".join(reply.errors))  # fmt: skip
-
-    def _plan(self, what: str, detail: Any) -> Deferred[None] | None:
-        planner, now = self.planner, self.clock()
-        if what == "error":
-            self.inc_stat("echo/redis/errors")
-            if planner.active and now - planner.renewed_at > self.runtime.config.redis_solver_lease:
-                planner.step_down(f"Redis unreachable for longer than the lease ({detail})")
-            return None
-        if what == "took_over":
-            planner.take_over(detail)
-            self.inc_stat("echo/redis/planner_terms")
-            return None
-        held, events, sources, depth, signals = detail
-        if not held:
-            planner.step_down("its lease expired (the worker stalled)")
-            return None
-        if held != planner.term:
-            planner.regained(held)
-            self.inc_stat("echo/redis/planner_regained")
-        planner.renewed_at = now
-        planner.apply(events, sources, now)
-        planner.take_signals(signals)
-        chosen = planner.choose(depth, now)
-        snapshot = planner.snapshot(now) if planner.snapshot_due(now) else None
-        if not chosen and snapshot is None:
-            return None
-        writes: Deferred[Any] = self.io.run(self._planner_writes, chosen, snapshot)
-        return writes.addCallbacks(self._written, self._writes_failed)
-
-    def _planner_writes(
-        self,
-        chosen: list[tuple[str, float, str]],
-        snapshot: tuple[snapshots.Captured, str] | None,
-    ) -> bool:
-        if chosen and self.store.push(self.token, chosen) < 0:
-            return False
-        if snapshot is None:
-            return True
-        captured, event_id = snapshot  # (encoded here, on the Redis thread)
-        started = time.monotonic()
-        data = captured.to_bytes()
-        if captured.skipped:
-            from twisted.internet import reactor  # (no reactor at import time)
-
-            reactor.callFromThread(self.count_rejected, "unencodable", captured.skipped)
-        saved = self.store.save_snapshot(self.token, data, event_id)
-        self.planner.save_seconds = time.monotonic() - started
-        return saved
-
-    def _written(self, held: bool) -> None:
-        if not held:
-            self.planner.step_down("another worker holds the lease")
-
-    def _writes_failed(self, failure: Any) -> None:
-        # The pages just chosen left the in-memory frontier but may not be queued: drop this
-        # state. The next planner (maybe this worker again) reloads the last saved state and
-        # replays the events since, which finds them again.
-        self.inc_stat("echo/redis/errors")
-        self.planner.step_down(f"queueing failed ({failure.getErrorMessage()})")
 
     def _failed(self, failure: Any, batch: Exchange) -> None:
         # Nothing of the batch is lost: it goes back in front of what came since.

@@ -1,0 +1,131 @@
+"""The planner's part of a worker's round trip.
+
+On the Redis thread, right after the worker's own exchange: take the planner lease if it is
+free (and load the saved state), or, holding it, renew it and read the observations since.
+On the reactor: apply them, choose what to queue, and decide whether to save. Then, on the
+Redis thread again, the writes, fenced by the lease: queue the chosen requests, save the
+state. (:mod:`.planner` holds the state and the choices; this module only moves them.)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+import redis
+
+from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
+
+if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred
+
+    from scrapy_echo import snapshot as snapshots
+    from scrapy_echo.distributed.iothread import RedisThread
+    from scrapy_echo.distributed.store import RedisStore
+    from scrapy_echo.runtime import EchoRuntime
+
+
+class RoundHost(Protocol):
+    """What the planner's round needs of the worker's scheduler that holds it."""
+
+    planner: Planner
+    store: RedisStore
+    token: str
+    io: RedisThread
+    runtime: EchoRuntime
+
+    def clock(self) -> float: ...
+
+    def inc_stat(self, key: str, count: int = 1) -> None: ...
+
+    def count_rejected(self, kind: str, count: int = 1, *, message: str = "") -> None: ...
+
+
+class PlannerRound:
+    def __init__(self, host: RoundHost) -> None:
+        self.host = host
+
+    def trip(self, now: float, solves: list[str]) -> Any:
+        """On the Redis thread, after the worker's exchange: take the lease if it is free,
+        else (holding it) renew it and read what came since."""
+        planner = self.host.planner
+        if not planner.active and planner.try_acquire(now):
+            try:
+                return "took_over", self.host.store.load_snapshot()
+            except redis.RedisError:
+                planner.term = 0  # not planning without the state; the lease runs out
+                raise
+        if planner.active:
+            polled = self.host.store.poll(
+                self.host.token,
+                planner.term,
+                planner.lease_ms(),
+                planner.last_event,
+                EVENTS_PER_ROUND,
+                solves,
+            )
+            return "poll", polled
+        return None
+
+    def handle(self, what: str, detail: Any) -> Deferred[None] | None:
+        """On the reactor: what :meth:`trip` brought back; the writes it calls for go to the
+        Redis thread."""
+        host = self.host
+        planner, now = host.planner, host.clock()
+        if what == "error":
+            host.inc_stat("echo/redis/errors")
+            if planner.active and now - planner.renewed_at > host.runtime.config.redis_solver_lease:
+                planner.step_down(f"Redis unreachable for longer than the lease ({detail})")
+            return None
+        if what == "took_over":
+            planner.take_over(detail)
+            host.inc_stat("echo/redis/planner_terms")
+            return None
+        held, events, sources, depth, signals = detail
+        if not held:
+            planner.step_down("its lease expired (the worker stalled)")
+            return None
+        if held != planner.term:
+            planner.regained(held)
+            host.inc_stat("echo/redis/planner_regained")
+        planner.renewed_at = now
+        planner.apply(events, sources, now)
+        planner.take_signals(signals)
+        chosen = planner.choose(depth, now)
+        snapshot = planner.snapshot(now) if planner.snapshot_due(now) else None
+        if not chosen and snapshot is None:
+            return None
+        writes: Deferred[Any] = host.io.run(self._writes, chosen, snapshot)
+        return writes.addCallbacks(self._written, self._writes_failed)
+
+    def _writes(
+        self,
+        chosen: list[tuple[str, float, str]],
+        snapshot: tuple[snapshots.Captured, str] | None,
+    ) -> bool:
+        host = self.host
+        if chosen and host.store.push(host.token, chosen) < 0:
+            return False
+        if snapshot is None:
+            return True
+        captured, event_id = snapshot  # (encoded here, on the Redis thread)
+        started = time.monotonic()
+        data = captured.to_bytes()
+        if captured.skipped:
+            from twisted.internet import reactor  # (no reactor at import time)
+
+            reactor.callFromThread(host.count_rejected, "unencodable", captured.skipped)
+        saved = host.store.save_snapshot(host.token, data, event_id)
+        host.planner.save_seconds = time.monotonic() - started
+        return saved
+
+    def _written(self, held: bool) -> None:
+        if not held:
+            self.host.planner.step_down("another worker holds the lease")
+
+    def _writes_failed(self, failure: Any) -> None:
+        # The pages just chosen left the in-memory frontier but may not be queued: drop this
+        # state. The next planner (maybe this worker again) reloads the last saved state and
+        # replays the events since, which finds them again.
+        self.host.inc_stat("echo/redis/errors")
+        self.host.planner.step_down(f"queueing failed ({failure.getErrorMessage()})")
