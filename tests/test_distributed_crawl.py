@@ -269,3 +269,18 @@ def test_hostile_and_malformed_queue_entries_are_refused_and_counted(tmp_path, s
     assert not marker.exists()  # the pickle was never loaded
     assert client.hmget(f"{keys}:req", list(planted)) == [None] * len(planted)  # removed
     assert stats["echo/pages/crawled"] > 5  # and the crawl went on
+
+
+def test_a_worker_refuses_keys_that_hold_another_crawl(tmp_path, site, redis_url):
+    settings = {**settings_for(site, redis_url), "CLOSESPIDER_TIMEOUT": 20}
+    keys = f"{{{settings['ECHO_REDIS_KEY_PREFIX']}:monitor}}"
+    client = redis.Redis.from_url(redis_url)
+    client.hset(f"{keys}:crawl", mapping={"who": "shop/shop.spiders.Monitor", "created": 1})
+    started = time.time()
+    run = crawl(tmp_path, settings)
+    assert time.time() - started < 15  # it stopped at once, not at the timeout
+    assert run.stats["finish_reason"] == "echo_redis_refused", run.log[-3000:]
+    assert run.stats["echo/redis/refused"] == 1
+    assert "hold another crawl ('shop/shop.spiders.Monitor'" in run.log
+    assert client.xlen(f"{keys}:events") == 0  # it sent nothing to the other crawl's keys
+    assert client.hget(f"{keys}:crawl", "who") == b"shop/shop.spiders.Monitor"

@@ -31,6 +31,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import redis
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import LoopingCall
 
@@ -359,7 +360,7 @@ class DistributedScheduler(EchoComponent):
             self.inc_stat("echo/redis/refused")
             self._closing = self._refused = True  # (close sends nothing to these keys)
             closing = self.crawler.engine.close_spider_async(reason="echo_redis_refused")
-            Deferred.fromCoroutine(closing).addErrback(self._bug)
+            deferred_from_coro(closing).addErrback(self._bug)
             return
         self.outbox.put_back(batch)  # this round only checked: its batch goes out next round
 
