@@ -4,8 +4,8 @@ restored from a real redis-server (started here on a free port).
 A real Twisted reactor runs a 2 ms heartbeat; the longest gap between two beats is the longest
 stall. Measured, in one run:
 
-- save: what the planner does: the state captured on the reactor, then encoded and uploaded a
-  block at a time on the worker's Redis thread (``RedisStore.save_snapshot``);
+- save: what the planner does: the state captured on the reactor, then encoded off it and
+  uploaded a block at a time (``RedisStore.save_snapshot``), here both on one thread;
 - baseline: the earlier build's write, the whole state in one ``HSET`` from the same thread,
   with the workers' socket timeout (5 s): its time, or how it failed;
 - restore: what a new planner does: the state read a block at a time, parsed and rebuilt.
@@ -99,7 +99,7 @@ async def run(args: argparse.Namespace, server: RedisServer) -> None:
     io.stop()
     worst = max(stalls) * 1000
     print(f"saved state: {size / 2**20:.0f} MiB in blocks of 4 MiB")
-    print(f"save (capture on the reactor, encode and upload on the Redis thread): median "
+    print(f"save (capture on the reactor, encode and upload off it): median "
           f"{statistics.median(saves):.2f} s of {args.saves}; longest reactor stall median "
           f"{statistics.median(stalls) * 1000:.1f} ms, worst {worst:.1f} ms "
           f"({'under' if worst < 100 else 'OVER'} 100 ms)")  # fmt: skip

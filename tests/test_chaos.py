@@ -166,7 +166,8 @@ def test_every_fault_at_once_loses_nothing_and_counts_once(tmp_path, server) -> 
               f"way at a killed worker")  # fmt: skip
     print(report)
     assert len(others) <= 0.01 * len(articles), (report, others)
-    assert len(under_way) <= 3 * KILLS, report
+    # A worker holds only a few downloads at once at this rate (2.7 a second for three).
+    assert len(under_way) <= 5 * KILLS, report
 
     for at in faults:  # the crawl went on after each fault
         assert request_rate(site, at + 5, at + 15) > 0.5 * RATE, (at, faults)

@@ -4,15 +4,18 @@ On the Redis thread, right after the worker's own exchange: take the planner lea
 free (and load the saved state), or, holding it, renew it and read the observations since.
 On the reactor: apply them, choose what to queue, and decide whether to save. Then, on the
 Redis thread again, the writes, fenced by the lease: queue the chosen requests, save the
-state. (:mod:`.planner` holds the state and the choices; this module only moves them.)
+state, encoded first on a thread of its own. (:mod:`.planner` holds the state and the
+choices; this module only moves them.)
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
+from twisted.internet.threads import deferToThread
 
 from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
 
@@ -23,6 +26,9 @@ if TYPE_CHECKING:
     from scrapy_echo.distributed.iothread import RedisThread
     from scrapy_echo.distributed.store import RedisStore
     from scrapy_echo.runtime import EchoRuntime
+
+
+logger = logging.getLogger(__name__)
 
 
 class RoundHost(Protocol):
@@ -44,6 +50,7 @@ class RoundHost(Protocol):
 class PlannerRound:
     def __init__(self, host: RoundHost) -> None:
         self.host = host
+        self._saving = False  # a save under way (encoding or uploading): none begins
 
     def trip(self, now: float, solves: list[str]) -> Any:
         """On the Redis thread, after the worker's exchange: take the lease if it is free,
@@ -91,39 +98,49 @@ class PlannerRound:
         planner.renewed_at = now
         planner.apply(events, sources, now)
         planner.take_signals(signals)
+        # The state is captured before choosing: the pages chosen now stay in its frontier,
+        # so whether or not their queueing goes through, the saved state loses none (queued
+        # twice, they are queued once).
+        if planner.snapshot_due(now) and not self._saving:
+            self._save(*planner.snapshot(now))
         chosen = planner.choose(depth, now)
-        snapshot = planner.snapshot(now) if planner.snapshot_due(now) else None
-        if not chosen and snapshot is None:
+        if not chosen:
             return None
-        writes: Deferred[Any] = host.io.run(self._writes, chosen, snapshot)
-        return writes.addCallbacks(self._written, self._writes_failed)
+        pushed: Deferred[int] = host.io.run(host.store.push, host.token, chosen)
+        return pushed.addCallbacks(self._pushed, self._push_failed)
 
-    def _writes(
-        self,
-        chosen: list[tuple[str, float, str]],
-        snapshot: tuple[snapshots.Captured, str] | None,
-    ) -> bool:
-        host = self.host
-        if chosen and host.store.push(host.token, chosen) < 0:
-            return False
-        if snapshot is None:
-            return True
-        captured, event_id = snapshot  # (encoded here, on the Redis thread)
-        started = time.monotonic()
-        data = captured.to_bytes()
-        if captured.skipped:
-            from twisted.internet import reactor  # (no reactor at import time)
+    def _save(self, captured: snapshots.Captured, event_id: str) -> None:
+        """Encode the captured state on a thread of its own (seconds for millions of links:
+        the worker's round trips go on meanwhile), then upload it on the Redis thread."""
+        host, started = self.host, time.monotonic()
+        self._saving = True
 
-            reactor.callFromThread(host.count_rejected, "unencodable", captured.skipped)
-        saved = host.store.save_snapshot(host.token, data, event_id)
-        host.planner.save_seconds = time.monotonic() - started
-        return saved
+        def upload(data: bytes) -> Deferred[bool]:
+            if captured.skipped:
+                host.count_rejected("unencodable", captured.skipped)
+            return host.io.run(host.store.save_snapshot, host.token, data, event_id)
 
-    def _written(self, held: bool) -> None:
-        if not held:
+        def saved(held: bool) -> None:
+            host.planner.save_seconds = time.monotonic() - started
+            if not held:
+                host.planner.step_down("another worker holds the lease")
+
+        def failed(failure: Any) -> None:
+            # The state is still in memory: the next save tries again.
+            host.inc_stat("echo/redis/errors")
+            logger.warning("ECHO could not save the planner's state: %s", failure.getErrorMessage())
+
+        def over(_: object) -> None:
+            self._saving = False
+
+        encoded: Deferred[bytes] = deferToThread(captured.to_bytes)
+        encoded.addCallback(upload).addCallbacks(saved, failed).addBoth(over)
+
+    def _pushed(self, added: int) -> None:
+        if added < 0:
             self.host.planner.step_down("another worker holds the lease")
 
-    def _writes_failed(self, failure: Any) -> None:
+    def _push_failed(self, failure: Any) -> None:
         # The pages just chosen left the in-memory frontier but may not be queued: drop this
         # state. The next planner (maybe this worker again) reloads the last saved state and
         # replays the events since, which finds them again.
