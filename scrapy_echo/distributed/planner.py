@@ -304,14 +304,15 @@ class Planner:
         return [f"{self.term} {int(now * 1000)}"] * count if self.active else []
 
     def snapshot_due(self, now: float) -> bool:
-        # A save holds the worker's Redis thread (its round trips wait): with a large state,
-        # saves are spaced so that they take at most a tenth of the time.
+        # A save keeps a thread encoding for seconds with a large state, and the Redis thread
+        # uploading (its round trips wait): saves are spaced to take at most a tenth of the
+        # time.
         gap = max(self.config.redis_snapshot_interval, _SAVE_SHARE_INVERSE * self.save_seconds)
         return now - self._saved_at >= gap
 
     def snapshot(self, now: float) -> tuple[snapshots.Captured, str]:
-        """The state captured now (cheap), to encode and save on the Redis thread, and the
-        last event it includes. (Its unencodable requests are counted once it is encoded.)"""
+        """The state captured now (cheap), to encode and save off the reactor, and the last
+        event it includes. (Its unencodable requests are counted once it is encoded.)"""
         self._saved_at = now
         applied = {"events_applied": self.dedup.to_data()}
         captured = snapshots.capture(self.runtime, self.scheduler.encode, extra=applied)
