@@ -337,10 +337,13 @@ def restore(
     runtime: EchoRuntime,
     snapshot: dict[str, Any],
     decode: Callable[[Any], Request],
+    *,
+    feeds: bool = True,
 ) -> tuple[CrawlState, list[Request], int]:
     """A new state from a :func:`read` snapshot, the plain lane's requests, and how many
     stored requests were skipped (``decode`` refused them, ``ValueError``, or their row was
-    damaged). Feed positions are restored too. ``CodecError`` if the snapshot does not fit."""
+    damaged). Feed positions are restored too, unless not ``feeds`` (the state is then built
+    apart from the runtime, on any thread). ``CodecError`` if the snapshot does not fit."""
     request = _Counted(decode)
     try:
         state = CrawlState(runtime.config)
@@ -392,7 +395,8 @@ def restore(
             if page is not None:
                 state.frontier.push(source, page, appeared=appeared, discovered=discovered)
         plain = [r for r in map(request, snapshot.get("plain", [])) if r is not None]
-        runtime.restore_feeds(snapshot["feeds"])
+        if feeds:
+            runtime.restore_feeds(snapshot["feeds"])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise codec.CodecError(f"malformed snapshot: {exc!r:.200}") from None
     return state, plain, request.failed

@@ -297,13 +297,14 @@ def test_the_planner_applies_an_event_sent_twice_once_even_after_a_take_over(red
         for worker in workers:
             worker._closing = True  # no round trips of their own
             worker.planner.term = 1
-        first.take_over(None)
+        first.take_over(first.load(None, first.begin_loading()))
         event = SourceFetched(source, 1000.0, (("http://a.test/1", None),))
         raw = json.dumps(stamp(to_json(event), "w1", 1)).encode()
         first.apply([("1-0", raw), ("2-0", raw)], [], 1000.0)  # sent again after a failure
         assert first.runtime.state.sources[0].crawls == 1
         captured, last = first.snapshot(1000.0)
-        second.take_over((captured.to_bytes(), last))  # the next planner replays the stream
+        saved = second.load((captured.to_bytes(), last), second.begin_loading())
+        second.take_over(saved)  # the next planner replays the stream
         second.apply([("2-0", raw)], [], 1001.0)
         assert second.runtime.state.sources[0].crawls == 1
         stats = workers[1].crawler.stats
@@ -311,3 +312,24 @@ def test_the_planner_applies_an_event_sent_twice_once_even_after_a_take_over(red
     finally:
         for worker in workers:
             worker.io.stop()
+
+
+def test_a_state_loaded_after_the_lease_was_lost_is_not_taken(redis_url) -> None:
+    worker = open_worker(redis_url, f"t{uuid.uuid4().hex[:8]}", ECHO_SOURCES="http://a.test/")
+    try:
+        worker._closing = True  # no round trips of its own
+        planner = worker.planner
+        planner.term = 1
+        loaded = planner.load(None, planner.begin_loading())  # (on a thread, in a crawl)
+        planner.step_down("its lease expired while it loaded the saved state")
+        planner.take_over(loaded)
+        assert not worker.runtime.holds_state and not planner.loading
+        planner.term = 2  # the lease again, a second load under way: only the newest counts
+        stale = planner.load(None, planner.begin_loading())
+        newest = planner.load(None, planner.begin_loading())
+        planner.take_over(stale)
+        assert not worker.runtime.holds_state
+        planner.take_over(newest)
+        assert worker.runtime.holds_state and len(worker.runtime.state.sources) == 1
+    finally:
+        worker.io.stop()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy_echo import snapshot as snapshots
@@ -55,6 +55,20 @@ _SNAPSHOT_NEVER = -math.inf
 # re-queue: it failed (failures send no event) or its report is long applied.
 _PAGES_KEPT_LEASES = 4
 _SAVE_SHARE_INVERSE = 10
+
+
+@dataclass
+class Loaded:
+    """A saved state read and rebuilt off the reactor (:meth:`Planner.load`)."""
+
+    ticket: int
+    state: CrawlState | None = None  # None: none saved, or unreadable (then ``error``)
+    last_event: str = "0-0"
+    feeds: Any = None
+    dedup: EventDedup = field(default_factory=EventDedup)
+    refused: int = 0
+    error: str | None = None
+    dedup_error: str | None = None
 
 
 class PlannerHost(Protocol):
@@ -100,6 +114,8 @@ class Planner:
         self._saved_at = _SNAPSHOT_NEVER
         self._next_try = -math.inf
         self.save_seconds = 0.0  # how long the last save took (encoding and upload)
+        self.loading = False  # the saved state is being rebuilt (take_over pending)
+        self._loading = 0
 
     @property
     def active(self) -> bool:
@@ -120,29 +136,54 @@ class Planner:
         self.term = term
         return True
 
-    def take_over(self, loaded: tuple[bytes, str] | None) -> None:
-        """In the reactor, after the lease was taken: the last saved state, or a fresh one."""
-        spider = self.scheduler.spider
-        fresh = CrawlState(self.config)
-        self.last_event = "0-0"
-        restored = False
-        self.dedup = EventDedup()
-        if loaded is not None:
-            data, self.last_event = loaded
+    def begin_loading(self) -> int:
+        """The lease was just taken: the saved state is read and rebuilt off the reactor
+        (:meth:`load`), seconds for millions of links, while the round trips only renew the
+        lease. Returns the ticket :meth:`take_over` checks."""
+        self._loading += 1
+        self.loading = True
+        return self._loading
+
+    def load(self, loaded: tuple[bytes, str] | None, ticket: int) -> Loaded:
+        """On any thread: the saved state ``loaded`` rebuilt apart from the runtime."""
+        out = Loaded(ticket)
+        if loaded is None:
+            return out
+        data, event = loaded
+        try:
+            saved = snapshots.read(data)
+            decode = self.scheduler.decode
+            out.state, _, out.refused = snapshots.restore(self.runtime, saved, decode, feeds=False)
+        except CodecError as exc:
+            out.error = str(exc)
+            return out
+        out.last_event, out.feeds = event, saved.get("feeds")
+        if "events_applied" in saved:
             try:
-                saved = snapshots.read(data)
-                fresh, _, refused = snapshots.restore(self.runtime, saved, self.scheduler.decode)
-                self.dedup = self._saved_dedup(saved)
-                if refused:
-                    self.scheduler.count_rejected("snapshot_request", refused)
-                restored = True
-            except CodecError as exc:
-                self.scheduler.count_rejected("snapshot")
-                logger.error("ECHO state in Redis unreadable (%s); starting from scratch", exc)
-                self.last_event = "0-0"
-        if not restored:  # a fresh state has counted no click: every feed from the top
-            self.runtime.restore_feeds({})
+                out.dedup = EventDedup.from_data(saved["events_applied"])
+            except ValueError as exc:
+                out.dedup_error = str(exc)
+        return out
+
+    def take_over(self, loaded: Loaded) -> None:
+        """In the reactor, once :meth:`load` is done: the saved state, or a fresh one."""
+        if not (self.loading and loaded.ticket == self._loading and self.active):
+            return  # the lease was lost meanwhile
+        self.loading = False
+        if loaded.error is not None:
+            self.scheduler.count_rejected("snapshot")
+            logger.error("ECHO state in Redis unreadable (%s); starting from scratch", loaded.error)
+        if loaded.refused:
+            self.scheduler.count_rejected("snapshot_request", loaded.refused)
+        if loaded.dedup_error is not None:
+            self.scheduler.count_rejected("snapshot_event_numbers", message=loaded.dedup_error)
+        fresh = loaded.state if loaded.state is not None else CrawlState(self.config)
+        self.last_event, self.dedup = loaded.last_event, loaded.dedup
+        feeds = loaded.feeds if isinstance(loaded.feeds, dict) else {}
+        # (A fresh state has counted no click: every feed from the top.)
+        self.runtime.restore_feeds(feeds if loaded.state is not None else {})
         self.runtime.state = fresh
+        spider = self.scheduler.spider
         fresh.add_sources(self.config.sources + read_sources(getattr(spider, "echo_sources", ())))
         self.runtime.holds_state = True
         self.outstanding.clear()
@@ -156,21 +197,10 @@ class Planner:
             self.term,
             len(fresh.sources),
             len(fresh.frontier),
-            ", from the saved state" if loaded else "",
+            ", from the saved state" if loaded.state is not None else "",
         )
         self._solves_logged = self.runtime.solves
         self.runtime.replan()
-
-    def _saved_dedup(self, saved: dict[str, Any]) -> EventDedup:
-        """The event numbers the saved state had applied (none in a state saved before
-        events were numbered)."""
-        if "events_applied" not in saved:
-            return EventDedup()
-        try:
-            return EventDedup.from_data(saved["events_applied"])
-        except ValueError as exc:
-            self.scheduler.count_rejected("snapshot_event_numbers", message=str(exc))
-            return EventDedup()
 
     def regained(self, term: int) -> None:
         """Redis lost its data (restarted without persistence, or evicted keys) and this
@@ -194,6 +224,7 @@ class Planner:
         if self.active:
             logger.warning("ECHO planner term %d ends on this worker: %s", self.term, why)
         self.term = 0
+        self.loading = False
         self.runtime.holds_state = False
         self.runtime.state = CrawlState(self.config)
 

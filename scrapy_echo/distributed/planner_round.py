@@ -62,6 +62,10 @@ class PlannerRound:
             except redis.RedisError:
                 planner.term = 0  # not planning without the state; the lease runs out
                 raise
+        if planner.active and planner.loading:  # (no events until the state is rebuilt)
+            return "renewed", self.host.store.renew_solver(
+                self.host.token, planner.term, planner.lease_ms()
+            )
         if planner.active:
             polled = self.host.store.poll(
                 self.host.token,
@@ -85,8 +89,18 @@ class PlannerRound:
                 planner.step_down(f"Redis unreachable for longer than the lease ({detail})")
             return None
         if what == "took_over":
-            planner.take_over(detail)
+            # Rebuilt on a thread: the reactor never waits on a large state, and the round
+            # trips renew the lease meanwhile.
+            loading = deferToThread(planner.load, detail, planner.begin_loading())
+            loading.addCallback(planner.take_over)
+            loading.addErrback(self._load_failed)
             host.inc_stat("echo/redis/planner_terms")
+            return None
+        if what == "renewed":
+            if not detail:
+                planner.step_down("its lease expired while it loaded the saved state")
+            elif detail != planner.term:
+                planner.regained(detail)
             return None
         held, events, sources, depth, signals = detail
         if not held:
@@ -135,6 +149,11 @@ class PlannerRound:
 
         encoded: Deferred[bytes] = deferToThread(captured.to_bytes)
         encoded.addCallback(upload).addCallbacks(saved, failed).addBoth(over)
+
+    def _load_failed(self, failure: Any) -> None:
+        # A bug in rebuilding the state: not planning without it (the lease runs out).
+        logger.error("ECHO could not load the planner's state: %s", failure.getTraceback())
+        self.host.planner.step_down("its saved state could not be loaded")
 
     def _pushed(self, added: int) -> None:
         if added < 0:

@@ -211,6 +211,11 @@ class RedisStore:
         decoded = [(eid.decode(), fields.get(b"d", b"")) for eid, fields in events]
         return int(held), decoded, list(sources), int(depth), _stream_fields(taken)
 
+    def renew_solver(self, token: str, term: int, lease_ms: int) -> int:
+        """Only renew the planner lease (as :meth:`poll` does): the term held, or 0."""
+        keys = self._k("solver", "counters", "solver_log")
+        return int(self._renew_solver(keys, [token, lease_ms, term]))
+
     def push(self, token: str, requests: list[tuple[str, float, str]]) -> int:
         """Queue the planner's requests (fenced: -1 if it no longer holds the lease)."""
         flat: list[Any] = [token]
