@@ -22,6 +22,7 @@ from twisted.python.failure import Failure
 
 from scrapy_echo.core.events import SourceAdded, SourceFetched, SourceRemoved, to_json
 from scrapy_echo.distributed.dedup import EventDedup, stamp
+from scrapy_echo.distributed.planner import source_id
 from scrapy_echo.distributed.scheduler import DistributedScheduler
 from scrapy_echo.distributed.store import Exchange, RedisStore, Reply, key_base
 from scrapy_echo.distributed.wire import encode_request
@@ -331,5 +332,26 @@ def test_a_state_loaded_after_the_lease_was_lost_is_not_taken(redis_url) -> None
         assert not worker.runtime.holds_state
         planner.take_over(newest)
         assert worker.runtime.holds_state and len(worker.runtime.state.sources) == 1
+    finally:
+        worker.io.stop()
+
+
+def test_a_source_set_aside_in_dead_is_not_queued_again_but_counts_as_failed(redis_url) -> None:
+    source = "http://a.test/"
+    worker = open_worker(redis_url, f"t{uuid.uuid4().hex[:8]}", ECHO_SOURCES=source)
+    try:
+        worker._closing = True  # no round trips of its own
+        planner, store = worker.planner, worker.store
+        planner.term = 1
+        planner.take_over(planner.load(None, planner.begin_loading()))
+        store.acquire_solver(worker.token, 60_000)
+        rid = source_id(source)
+        store.client.hset(store.keys["dead"], rid, b"e|1|{}")  # it crashed every worker
+        added, dead = store.push_checked(worker.token, [(rid, 1.0, "{}"), ("p:1", 2.0, "{}")])
+        assert (added, dead) == (1, [rid])
+        assert store.client.hexists(store.keys["req"], rid) == 0  # not queued again
+        planner.set_aside(dead, 1000.0)
+        assert worker.runtime.state.sources[0].failures == 1  # it backs off, then retires
+        assert worker.crawler.stats.get_value("echo/planner/set_aside/source") == 1
     finally:
         worker.io.stop()

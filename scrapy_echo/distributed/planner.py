@@ -220,6 +220,22 @@ class Planner:
         self._requeue = [request for _, request in self.queued_pages.values()]
         self.queued_pages.clear()
 
+    def set_aside(self, rids: list[str], now: float) -> None:
+        """Requests the queue refused: set aside in ``dead`` after crashing every worker that
+        took them. A source's crawl counts as failed (its next try backs off, and enough in
+        a row retire it), rather than going round the fleet again; a page is let go."""
+        sources = [rid for rid in rids if rid.startswith("s:")]
+        state = self.runtime.state
+        urls = {source_id(status.url): status.url for status in state.sources} if sources else {}
+        for rid in rids:
+            self.outstanding.pop(rid, None)
+            self.queued_pages.pop(rid, None)
+        for rid in sources:
+            if rid in urls:
+                self.scheduler.inc_stat("echo/planner/set_aside/source")
+                self.runtime.apply(SourceFailed(urls[rid], now, "set aside in dead"))
+        self.scheduler.inc_stat("echo/planner/set_aside", len(rids))
+
     def step_down(self, why: str) -> None:
         if self.active:
             logger.warning("ECHO planner term %d ends on this worker: %s", self.term, why)

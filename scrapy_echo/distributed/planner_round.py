@@ -120,7 +120,9 @@ class PlannerRound:
         chosen = planner.choose(depth, now)
         if not chosen:
             return None
-        pushed: Deferred[int] = host.io.run(host.store.push, host.token, chosen)
+        pushed: Deferred[tuple[int, list[str]]] = host.io.run(
+            host.store.push_checked, host.token, chosen
+        )
         return pushed.addCallbacks(self._pushed, self._push_failed)
 
     def _save(self, captured: snapshots.Captured, event_id: str) -> None:
@@ -155,9 +157,12 @@ class PlannerRound:
         logger.error("ECHO could not load the planner's state: %s", failure.getTraceback())
         self.host.planner.step_down("its saved state could not be loaded")
 
-    def _pushed(self, added: int) -> None:
+    def _pushed(self, result: tuple[int, list[str]]) -> None:
+        added, dead = result
         if added < 0:
             self.host.planner.step_down("another worker holds the lease")
+        elif dead:
+            self.host.planner.set_aside(dead, self.host.clock())
 
     def _push_failed(self, failure: Any) -> None:
         # The pages just chosen left the in-memory frontier but may not be queued: drop this

@@ -136,22 +136,25 @@ return {out, dead, malformed}
 """
 )
 
-# KEYS: queue, plainq, req, done, solver
+# KEYS: queue, plainq, req, done, solver, dead
 # ARGV: token ('' for a worker's plain requests), then rid, lane, score, json per request
+# Returns {added, {ids set aside in dead: not queued again}}; {-1, {}} if not the lease holder.
 PUSH = """
 if ARGV[1] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[1] then
-  return -1
+  return {-1, {}}
 end
-local added = 0
+local added, dead = 0, {}
 for i = 2, #ARGV, 4 do
   local rid, lane = ARGV[i], ARGV[i + 1]
-  if not redis.call('ZSCORE', KEYS[4], rid) and redis.call('HEXISTS', KEYS[3], rid) == 0 then
+  if redis.call('HEXISTS', KEYS[6], rid) == 1 then
+    table.insert(dead, rid)
+  elseif not redis.call('ZSCORE', KEYS[4], rid) and redis.call('HEXISTS', KEYS[3], rid) == 0 then
     redis.call('HSET', KEYS[3], rid, lane .. '|' .. ARGV[i + 2] .. '|' .. ARGV[i + 3])
     redis.call('ZADD', lane == 'p' and KEYS[2] or KEYS[1], tonumber(ARGV[i + 2]), rid)
     added = added + 1
   end
 end
-return added
+return {added, dead}
 """
 
 # KEYS: leases, req, done, counters, attempts; ARGV: done_ttl_ms, then lease members

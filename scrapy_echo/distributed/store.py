@@ -160,7 +160,8 @@ class RedisStore:
             flat: list[Any] = [""]
             for rid, score, payload in batch.plain:
                 flat += [rid, "p", repr(score), payload]
-            self._push(self._k("queue", "plainq", "req", "done", "solver"), flat, client=pipe)
+            self._push(self._k("queue", "plainq", "req", "done", "solver", "dead"), flat,
+                       client=pipe)  # fmt: skip
             parts.append("plain")
         for kind in batch.rejected:
             pipe.hincrby(self.keys["counters"], f"rejected:{kind}", 1)
@@ -218,10 +219,19 @@ class RedisStore:
 
     def push(self, token: str, requests: list[tuple[str, float, str]]) -> int:
         """Queue the planner's requests (fenced: -1 if it no longer holds the lease)."""
+        return self.push_checked(token, requests)[0]
+
+    def push_checked(
+        self, token: str, requests: list[tuple[str, float, str]]
+    ) -> tuple[int, list[str]]:
+        """:meth:`push`, and the ids of those set aside in ``dead`` (not queued again: the
+        planner then counts a source's crawl as failed)."""
         flat: list[Any] = [token]
         for rid, score, payload in requests:
             flat += [rid, "e", repr(score), payload]
-        return int(self._push(self._k("queue", "plainq", "req", "done", "solver"), flat))
+        keys = self._k("queue", "plainq", "req", "done", "solver", "dead")
+        added, dead = self._push(keys, flat)
+        return int(added), [rid.decode() for rid in dead]
 
     def save_snapshot(self, token: str, state: bytes, event_id: str) -> bool:
         """Save the planner's state (fenced: False if it no longer holds the lease), a block
