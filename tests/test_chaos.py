@@ -171,10 +171,16 @@ def test_every_fault_at_once_loses_nothing_and_counts_once(tmp_path, server) -> 
 
     for at in faults:  # the crawl went on after each fault
         assert request_rate(site, at + 5, at + 15) > 0.5 * RATE, (at, faults)
+    calm = request_rate(site, faults[-1] + 5, until)  # one budget for the fleet, all spent
+    print(f"{calm:.2f} requests/s without faults, budget {RATE:g}")
+    assert 0.85 * RATE <= calm <= 1.1 * RATE, calm
 
     client = redis.Redis.from_url(server.url)
     terms = [int(line.split()[0]) for line in client.lrange(f"{base}:solver_log", 0, -1)]
     assert terms == sorted(set(terms)) and len(terms) >= 3, terms
+    solves = [int(line.split()[0]) for line in client.lrange(f"{base}:solves", 0, -1)]
+    assert len(solves) > 10
+    assert solves == sorted(solves), "a planner re-solved after its successor took over"
 
     store = RedisStore(client, base)
     loaded = store.load_snapshot()
