@@ -355,3 +355,16 @@ def test_a_source_set_aside_in_dead_is_not_queued_again_but_counts_as_failed(red
         assert worker.crawler.stats.get_value("echo/planner/set_aside/source") == 1
     finally:
         worker.io.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_planner_closing_while_it_loads_keeps_the_saved_state(redis_url) -> None:
+    worker = open_worker(redis_url, f"t{uuid.uuid4().hex[:8]}")
+    store = worker.store
+    assert store.acquire_solver(worker.token, 60_000) == 1
+    assert store.save_snapshot(worker.token, b"the predecessor's state", "7-0")
+    worker.planner.term = 1
+    worker.planner.begin_loading()  # the worker is stopped before the state is rebuilt
+    await worker.close("shutdown")
+    assert store.load_snapshot() == (b"the predecessor's state", "7-0")
+    assert store.client.get(store.keys["solver"]) is None  # its lease given back

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
     from scrapy_echo.distributed.store import RedisStore
 
 MIN_VERSION = (6, 2)
@@ -28,6 +30,12 @@ class Verdict:
     refused: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+def crawl_of(settings: BaseSettings, spider: object) -> str:
+    """What names a crawl: the project (``BOT_NAME``) and the spider's class."""
+    kind = type(spider)
+    return f"{settings.get('BOT_NAME')}/{kind.__module__}.{kind.__qualname__}"
 
 
 def check(store: RedisStore, who: str, now_ms: float) -> Verdict:

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
+    from scrapy_echo import snapshot as snapshots
     from scrapy_echo.runtime import EchoRuntime
 
 logger = logging.getLogger(__name__)
@@ -162,18 +163,24 @@ class DistributedScheduler(EchoComponent):
         if self._refused:
             self.io.stop()
             return succeed(None)
-        done: Deferred[Any] = self.io.run(self._final_round)
+        planner = self.planner
+        # Captured here, on the reactor, and only a state this worker holds: a planner still
+        # loading its predecessor's state would save an empty one over it.
+        held = planner.active and not planner.loading and self.runtime.holds_state
+        snapshot = planner.snapshot(self.clock()) if held else None
+        done: Deferred[Any] = self.io.run(self._final_round, snapshot)
         done.addErrback(lambda failure: logger.warning(
             "ECHO could not reach Redis at close (%s); unsent events are lost, leased "
             "requests return to the queue when their leases expire", failure.value))  # fmt: skip
         done.addBoth(lambda _: self.io.stop())
         return done
 
-    def _final_round(self) -> None:
+    def _final_round(self, snapshot: tuple[snapshots.Captured, str] | None) -> None:
         self.store.exchange(self.outbox, **self._exchange_options())
-        if self.planner.active:
-            captured, event_id = self.planner.snapshot(self.clock())
+        if snapshot is not None:
+            captured, event_id = snapshot
             self.store.save_snapshot(self.token, captured.to_bytes(), event_id)
+        if self.planner.active:
             self.store.release_solver(self.token)
 
     def has_pending_requests(self) -> bool:
@@ -316,7 +323,8 @@ class DistributedScheduler(EchoComponent):
     def _trip(self, batch: Exchange, now: float, solves: list[str]) -> tuple[Reply, Any]:
         """On the Redis thread: the worker's exchange, then the planner's part."""
         if not self._checked:
-            verdict = preflight.check(self.store, self._who(), time.time() * 1000)
+            who = preflight.crawl_of(self.crawler.settings, self.spider)
+            verdict = preflight.check(self.store, who, time.time() * 1000)
             self._checked = True
             if verdict.refused or verdict.warnings or verdict.notes:
                 return Reply(), ("preflight", verdict)
@@ -343,11 +351,6 @@ class DistributedScheduler(EchoComponent):
         if planner_part is None:
             return None
         return self.planner_round.handle(*planner_part)
-
-    def _who(self) -> str:
-        spider = type(self.spider)
-        project = self.crawler.settings.get("BOT_NAME")
-        return f"{project}/{spider.__module__}.{spider.__qualname__}"
 
     def _preflight(self, verdict: preflight.Verdict, batch: Exchange) -> None:
         for note in verdict.notes:
