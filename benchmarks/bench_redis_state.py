@@ -31,7 +31,12 @@ from twisted.internet.threads import deferToThread
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_state import Heartbeat, fingerprints, scheduler_with_state  # noqa: E402
+from benchmarks.bench_state import (  # noqa: E402
+    Heartbeat,
+    arguments,
+    fingerprints,
+    scheduler_with_state,
+)
 from scrapy_echo import snapshot as snapshots  # noqa: E402
 from scrapy_echo.distributed.iothread import RedisThread  # noqa: E402
 from scrapy_echo.distributed.store import RedisStore, key_base  # noqa: E402
@@ -119,11 +124,7 @@ async def run(args: argparse.Namespace, server: RedisServer) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--links", type=int, default=10_000_000)
-    parser.add_argument("--sources", type=int, default=100_000)
-    parser.add_argument("--saves", type=int, default=3)
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0])
     with tempfile.TemporaryDirectory() as workdir:
         server = RedisServer(Path(workdir))
         try:

@@ -199,12 +199,17 @@ async def run(args: argparse.Namespace) -> None:
           f"or merge {worst:.1f} ms ({'under' if worst < 100 else 'OVER'} 100 ms)")  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str) -> argparse.Namespace:
+    """The state's size and how many saves to measure (this benchmark's and Redis's)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--links", type=int, default=10_000_000)
     parser.add_argument("--sources", type=int, default=100_000)
     parser.add_argument("--saves", type=int, default=3)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0])
     task.react(lambda _: defer.ensureDeferred(run(args)))
 
 

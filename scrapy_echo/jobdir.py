@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scrapy.utils.request import request_from_dict
 
 from scrapy_echo import snapshot as snapshots
+from scrapy_echo.collector import collector_paused
 from scrapy_echo.in_flight import LET_GO_AFTER, InFlight
 
 if TYPE_CHECKING:
@@ -166,7 +167,7 @@ class Checkpointer:
             if number <= self._written:
                 return False
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with snapshots.collector_paused():
+            with collector_paused():
                 write_atomically(self.path, captured.chunks())
             self._written = number
         self._unsaved_requests = captured.skipped

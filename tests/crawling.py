@@ -56,6 +56,19 @@ def crawl(
     return CrawlRun(result.returncode, stats, result.stderr)
 
 
+def start_crawl(
+    stats_out: Path, settings: dict[str, Any], *, stderr: Any = subprocess.DEVNULL
+) -> subprocess.Popen[bytes]:
+    """``scrapy crawl monitor`` in the background: to kill it, or to run several at once."""
+    return subprocess.Popen(
+        crawl_command(stats_out, settings),
+        cwd=PROJECT,
+        env=crawl_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
+
+
 def crawl_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("SCRAPY_SETTINGS_MODULE", None)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from tests.crawling import PROJECT, crawl, crawl_command, crawl_env
+from tests.crawling import crawl, start_crawl
 from tests.local_site import LocalNewsSite, Section
 
 pytestmark = pytest.mark.slow
@@ -170,13 +169,7 @@ def test_kill_9_then_restart_resumes_from_jobdir(tmp_path, site_factory):
         "ECHO_CHECKPOINT_INTERVAL": 0.5,
         "JOBDIR": str(jobdir),
     }
-    process = subprocess.Popen(
-        crawl_command(tmp_path / "killed.json", settings),
-        cwd=PROJECT,
-        env=crawl_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = start_crawl(tmp_path / "killed.json", settings)
     checkpoint = jobdir / "echo-state.json"
     deadline = time.time() + 60
     while time.time() < deadline and not (checkpoint.exists() and site.article_hits("busy") >= 6):

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import redis
 
-from tests.crawling import PROJECT, crawl, crawl_command, crawl_env
+from tests.crawling import crawl, start_crawl
 from tests.local_site import LocalNewsSite, Section
 
 pytestmark = pytest.mark.slow
@@ -58,13 +58,7 @@ class Workers:
         n = len(self.procs)
         log = open(self.tmp_path / f"worker-{n}.log", "wb")  # noqa: SIM115 (closed in stop)
         self._logs.append(log)
-        proc = subprocess.Popen(
-            crawl_command(self.tmp_path / f"stats-{n}.json", self.settings),
-            cwd=PROJECT,
-            env=crawl_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
+        proc = start_crawl(self.tmp_path / f"stats-{n}.json", self.settings, stderr=log)
         self.procs.append(proc)
         return proc
 

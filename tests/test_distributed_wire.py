@@ -261,7 +261,7 @@ def test_snapshot_is_what_the_state_was_when_captured() -> None:
 
 
 def test_the_collector_pause_nests_and_leaves_a_paused_collector_paused() -> None:
-    from scrapy_echo.snapshot import collector_paused
+    from scrapy_echo.collector import collector_paused
 
     assert gc.isenabled()
     with collector_paused():
