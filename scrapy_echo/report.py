@@ -56,6 +56,7 @@ class Report:
             float(snapshot["saved_at"]),
             learned_priors=planner.learned_priors,
             censoring=planner.censoring_aware,
+            floors=planner.counts_floors,
         )
         off = [i for i, s in enumerate(snapshot["sources"]) if s.retired or s.removed]
         if off:  # never crawled again: no share of the budget (as the crawl plans)

@@ -61,12 +61,25 @@ def test_a_hub_crawled_slower_than_it_fills_gets_its_rate_back(dated: bool) -> N
         assert aware == pytest.approx(1 / 60, rel=0.2)
     else:  # only floors: held at the cap, which says "at least"
         assert aware == pytest.approx(MAX_RAISE * plain)
-    # Only echo-censored plans with it; echo-newpages and echo-paper count as the paper does.
-    planned = {
-        name: crawled_every(hub, 1800.0, 12, name).replan(1e5, 1.0).estimates.link_rate[0]
+    # echo-paper counts as the paper does; echo-censored plans with the censored rate, and
+    # echo-newpages with the dated one only (as a full hub of 10 links: model.full_hubs).
+    cores = {
+        name: crawled_every(hub, 1800.0, 12, name)
         for name in ("echo-paper", "echo-newpages", "echo-censored")
     }
-    assert planned["echo-censored"] > 1.3 * max(planned["echo-paper"], planned["echo-newpages"])
+    planned = {name: core.replan(1e5, 1.0) for name, core in cores.items()}
+    rate = {name: plan.estimates.link_rate[0] for name, plan in planned.items()}
+    assert rate["echo-censored"] > 1.3 * rate["echo-paper"]
+    shows = planned["echo-newpages"].estimates.shows
+    assert shows is not None
+    if dated:
+        assert rate["echo-newpages"] == rate["echo-censored"]
+        assert shows[0] == 10
+        hubs = cores["echo-newpages"].policy.full_hubs  # type: ignore[attr-defined]
+        assert hubs.sources.tolist() == [0]
+    else:
+        assert rate["echo-newpages"] == rate["echo-paper"]
+        assert shows[0] == 0
 
 
 def test_a_hub_crawled_faster_than_it_fills_never_overflows() -> None:
@@ -171,7 +184,8 @@ def test_replay_of_a_dated_trace_of_full_hubs_recovers_their_rates() -> None:
             sources=400, days=7, seed=2, hub_items=(10, 10), listing_share=0.0, dated_share=1.0
         )
     )
-    replay = simulate(trace, make_policy("echo-newpages"), SimSettings(crawl_rate=0.04))
+    # (echo-censored: echo-newpages crawls more of the full hubs before they fill)
+    replay = simulate(trace, make_policy("echo-censored"), SimSettings(crawl_rate=0.04))
     assert replay.core is not None
     # (a week: the full hubs get 5 to 10 crawls; the benchmark's three weeks, 10 and more)
     errors = rate_errors(trace, replay.core, replay.crawls_per_source, min_crawls=5)

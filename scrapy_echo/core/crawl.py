@@ -361,7 +361,10 @@ class CrawlCore:
             self.run_housekeeping(job)
         policy = self.policy
         estimates = self.state.learner.estimates(
-            now, learned_priors=policy.learned_priors, censoring=policy.censoring_aware
+            now,
+            learned_priors=policy.learned_priors,
+            censoring=policy.censoring_aware,
+            floors=policy.counts_floors,
         )
         scores = self.site_scores()
         if scores is not None:  # a site's score scales the prior of its sources without clicks

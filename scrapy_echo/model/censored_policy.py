@@ -1,6 +1,6 @@
-"""ECHO-newpages planning with censoring-aware rates: the experimental policy ``echo-censored``
-(docs/how-it-works.rst, "Hubs that show only their latest links"; docs/benchmarks.rst has why
-it is not the default)."""
+"""ECHO-newpages without its model of full hubs: the experimental policy ``echo-censored``
+(docs/how-it-works.rst, "Hubs that show only their latest links"; docs/benchmarks.rst has what
+the full-hub model adds)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from scrapy_echo.model.echo_newpages import EchoNewPages
 
 
 class EchoCensored(EchoNewPages):
-    """ECHO-newpages whose ``λ`` counts a crawl of a hub that overflowed for what it is: a
-    count over the time since its oldest dated link, or a floor (experimental: the truer rate
-    overvalues a hub the plan will not crawl before it fills)."""
+    """ECHO-newpages planning every hub as if it showed every link, at the censoring-aware
+    ``λ`` (experimental: the truer rate overvalues a hub the plan will not crawl before it
+    fills; ECHO-newpages plans such hubs as full ones)."""
 
     name = "echo-censored"
-    censoring_aware: ClassVar[bool] = True
+    plans_full_hubs: ClassVar[bool] = False
+    counts_floors: ClassVar[bool] = True
 
 
 __all__ = ["EchoCensored"]

@@ -116,10 +116,10 @@ class CrawlHistory:
         self._censored[source] = np.nan
         self.filled[source] = min(filled + 1, self.history + 1)
 
-    def window(self, *, aware: bool = False) -> tuple[FloatArray, FloatArray]:
+    def window(self, *, aware: bool = False, floors: bool = True) -> tuple[FloatArray, FloatArray]:
         """New links found in each source's window and the seconds it spans (0 for sources
-        crawled fewer than twice). With ``aware``, the seconds cut are left out and the
-        floors raised to the censored maximum-likelihood rate's count."""
+        crawled fewer than twice). With ``aware``, the seconds cut are left out and (unless
+        not ``floors``) the floors raised to the censored maximum-likelihood rate's count."""
         size = self.history + 1
         rows = np.arange(self.sources)
         filled = np.array(self.filled, dtype=np.int64)
@@ -134,13 +134,22 @@ class CrawlHistory:
         if aware:
             span = span - (self.cuts.sum(axis=1) - self.cuts[rows, oldest_slot])
             floored = self.floors.any(axis=1) & known
-            if floored.any():
+            if floors and floored.any():
                 which = np.flatnonzero(floored)
                 stale = which[np.isnan(self._censored[which])]
                 if stale.size:
                     self._censored[stale] = self._censored_rate(stale)
                 links[floored] = self._censored[which] * span[floored]
         return np.where(known, links, 0.0), np.where(known, span, 0.0)
+
+    def shown(self, *, floors: bool = True) -> FloatArray:
+        """How many links each source's hub shows, as far as its recent crawls tell: the
+        most new links a crawl that overflowed found (every link it showed was new); 0 for
+        a source none of whose remembered crawls overflowed (with not ``floors``: of whose
+        remembered crawls none overflowed with its links dated)."""
+        overflowed = (self.cuts > 0) | (self.floors if floors else False)
+        most: FloatArray = np.where(overflowed, self.counts, 0).max(axis=1, initial=0)
+        return most.astype(np.float64)
 
     def _censored_rate(self, which: NDArray[np.intp]) -> FloatArray:
         """The censored rate of the windows of ``which``: each crawl's count and its covered

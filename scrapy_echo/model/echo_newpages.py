@@ -17,26 +17,33 @@ Past the paper (:class:`~scrapy_echo.model.policies.EchoPaper` is the reference,
   the parameters" and "Exploration");
 - of two sources listing the same pages (Jaccard ≥ 0.7), the one worth less has its shared
   rate credited to the other (seed 004's overlap; docs/how-it-works.rst, "Overlapping
-  sources").
+  sources");
+- ``λ`` counts a crawl of a hub that overflowed with its links dated over the time since its
+  oldest one (seed 003), and a hub seen full so is planned as one that shows only its latest
+  ``K`` links (:mod:`scrapy_echo.model.full_hubs`; docs/how-it-works.rst, "Planning for hubs
+  that fill up"). An undated overflow stays the paper's count: its rate is only a floor.
 
-``echo-censored`` (:mod:`scrapy_echo.model.censored_policy`) plans with censoring-aware rates
-for hubs that fill up between crawls: experimental, as is
-``echo-explore`` (:mod:`scrapy_echo.model.explore_policy`), which adds seed 004's UCB1-tuned
-exploration share: experimental.
+``echo-censored`` (:mod:`scrapy_echo.model.censored_policy`) plans with the censoring-aware
+rates as if every hub showed every link (the ablation the full-hub model is measured against):
+experimental, as is ``echo-explore`` (:mod:`scrapy_echo.model.explore_policy`), which adds
+seed 004's UCB1-tuned exploration share.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.full_hubs import FullHubs, solve_with_full_hubs
 from scrapy_echo.model.overlap import credit_overlaps
 from scrapy_echo.model.plan import Estimates, Plan
 from scrapy_echo.model.policies import Decision, EchoPaper
 from scrapy_echo.model.recrawl_index import best_early_recrawl, early_recrawl_values
+from scrapy_echo.model.schedule import IntervalSolution
 from scrapy_echo.model.signals import MIN_RECALL, signal_index
 
 
@@ -49,6 +56,10 @@ class EchoNewPages(EchoPaper):
     uses_overlaps = True
     learned_priors = True
     refreshes = True
+    censoring_aware = True
+    counts_floors = False  # (measured: the floors' rate cost it on the default trace)
+    # Whether hubs seen full are planned as such (model.full_hubs); echo-censored's is not.
+    plans_full_hubs: ClassVar[bool] = True
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         super().__init__(seed=seed, repair_solves=repair_solves)
@@ -60,12 +71,20 @@ class EchoNewPages(EchoPaper):
             np.zeros(0),
             np.zeros(0),
         )
+        self.full_hubs = FullHubs.empty()
 
     def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
         if self.overlaps:
             credited = credit_overlaps(estimates.link_rate, self.overlaps)
             estimates = replace(estimates, link_rate=credited)
+        self.full_hubs = FullHubs.empty()  # (its solve sets them)
         return super().replan(estimates, crawl_rate)
+
+    def _solve(self, estimates: Estimates, crawl_rate: float) -> IntervalSolution:
+        if not self.plans_full_hubs:
+            return super()._solve(estimates, crawl_rate)
+        solution, self.full_hubs = solve_with_full_hubs(estimates, crawl_rate, super()._solve)
+        return solution
 
     # -- signals -----------------------------------------------------------------------
     def trusted_signals(self) -> int:
@@ -143,13 +162,16 @@ class EchoNewPages(EchoPaper):
         held = self._held_back(now, last_crawl)
         which, signal_value = self._signal_values(now, last_crawl, plan)
         cycle = self._cycle(now, last_crawl)
-        if not which.size and cycle is None:
+        hubs = self.full_hubs.sources
+        if not which.size and cycle is None and not hubs.size:
             return self._early_recrawl_unbounded(now, held, plan)
         # These sources are weighed by their signal index, the rest as without signals.
         with np.errstate(over="ignore", invalid="ignore"):
             values = early_recrawl_values(now, np.minimum(held, now), plan)
         if cycle is not None:
             values *= cycle
+        if hubs.size:  # full hubs by their own index, which ECHO's matches only at τ = I
+            values[hubs] = self.full_hubs.values(np.maximum(now - held[hubs], 0.0))
         values[held >= now] = 0.0
         values[which] = signal_value
         top = int(values.argmax())

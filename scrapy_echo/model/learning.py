@@ -153,7 +153,12 @@ class SourceLearner:
             self._trim(max(ts))
 
     def estimates(
-        self, now: float, *, learned_priors: bool = False, censoring: bool = False
+        self,
+        now: float,
+        *,
+        learned_priors: bool = False,
+        censoring: bool = False,
+        floors: bool = True,
     ) -> Estimates:
         """``λ, P, μ`` for every source, as of ``now``; with ``censoring``, ``λ`` counts the
         crawls of hubs that overflowed for what they are (docs/how-it-works.rst, "Hubs that
@@ -184,7 +189,7 @@ class SourceLearner:
             self._clicks_changed = False
             self._fitted_at = now
         fit = self._fit
-        links, span = self.crawls.window(aware=censoring)
+        links, span = self.crawls.window(aware=censoring, floors=floors)
         horizon = self.clicks.bins * self.clicks.bin_width
         lam, prof, mu = apply_cold_start(
             links,
@@ -197,7 +202,8 @@ class SourceLearner:
         )
         known = getattr(self, "_mean_known", None)  # (learners saved before it existed)
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)
-        return Estimates(lam, prof, mu, mean)
+        shows = self.crawls.shown(floors=floors) if censoring else None
+        return Estimates(lam, prof, mu, mean, shows)
 
     def clicked_sources(self) -> NDArray[np.bool_]:
         """Per source, whether its ``P, μ`` come from its own pages' clicks (as of the last

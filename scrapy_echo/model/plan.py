@@ -22,6 +22,10 @@ class Estimates:
     decay: FloatArray
     # Plain average clicks per page (ECHO-greedy's P), where the learner knows it; else P.
     mean_clicks: FloatArray | None = None
+    # How many links each source's hub shows, where a crawl found it full (0: never seen
+    # full); with a censoring-aware λ, echo-newpages plans those as full hubs
+    # (model.full_hubs).
+    shows: FloatArray | None = None
 
     @classmethod
     def empty(cls) -> Estimates:
@@ -86,6 +90,7 @@ class Plan:
                 np.concatenate([est.profit, zeros]),
                 np.concatenate([est.decay, zeros]),
                 None if est.mean_clicks is None else np.concatenate([est.mean_clicks, zeros]),
+                None if est.shows is None else np.concatenate([est.shows, zeros]),
             ),
             intervals=np.concatenate([self.intervals, np.full(extra, np.inf)]),
             kept=np.concatenate([self.kept, np.zeros(extra, bool)]),

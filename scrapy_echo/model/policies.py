@@ -84,6 +84,10 @@ class Policy(ABC):
     # Whether ``λ`` counts the crawls of hubs that overflowed for what they are (a floor, or a
     # count over the time since the oldest dated link): past the paper, echo-newpages' alone.
     censoring_aware: ClassVar[bool] = False
+    # With it, whether the undated floors count (their rate is a censored maximum-likelihood
+    # guess, held at four times the plain one when every crawl is a floor), or only the
+    # dated overflows (an exact count over the span their links cover).
+    counts_floors: ClassVar[bool] = True
     # Whether fetched pages that may have changed are fetched again (the refresh lane): past
     # the paper, echo-newpages' alone.
     refreshes: ClassVar[bool] = False
