@@ -157,3 +157,22 @@ def test_crawl_history_knows_how_many_links_a_full_hub_shows():
     h.record(2, 0.0, 0)
     h.record(2, 100.0, 50)  # many links, but all the ones that came: not full
     assert h.shown().tolist() == [7.0, 12.0, 0.0]
+
+
+def test_full_hubs_keep_the_interval_bounds_and_a_limited_host_keeps_echos_plan():
+    from scrapy_echo.model.limits import ScheduleLimits
+
+    est = Estimates(
+        np.array([1 / 60, 1 / 60, 1 / 3000]),
+        np.array([5.0, 5.0, 2.0]),
+        np.full(3, 2e-5),
+        shows=np.array([10.0, 10.0, 0.0]),
+    )
+    policy = make_policy("echo-newpages")
+    policy.limits = ScheduleLimits(np.zeros(3, np.intp), np.array([np.inf]), min_interval=2000.0)
+    plan = policy.replan(est, 0.02)
+    assert plan.kept[:2].all() and (plan.intervals[:2] == 2000.0).all()
+    # The second hub's host takes 1 request a second at most: ECHO's solver plans it.
+    policy.limits = ScheduleLimits(np.array([0, 1, 0]), np.array([np.inf, 1.0]))
+    policy.replan(est, 0.02)
+    assert policy.full_hubs.sources.tolist() == [0]  # type: ignore[attr-defined]

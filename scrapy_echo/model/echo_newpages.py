@@ -81,9 +81,19 @@ class EchoNewPages(EchoPaper):
         return super().replan(estimates, crawl_rate)
 
     def _solve(self, estimates: Estimates, crawl_rate: float) -> IntervalSolution:
-        if not self.plans_full_hubs:
+        limits = self.limits
+        if not self.plans_full_hubs or estimates.shows is None:
             return super()._solve(estimates, crawl_rate)
+        if limits is not None and np.isfinite(limits.capacity).any():
+            # A hub on a host of limited capacity stays ECHO's: its solver honours the host.
+            host = limits.padded(len(estimates)).host
+            limited = np.isfinite(limits.capacity[host])
+            estimates = replace(estimates, shows=np.where(limited, 0.0, estimates.shows))
         solution, self.full_hubs = solve_with_full_hubs(estimates, crawl_rate, super()._solve)
+        if limits is not None and self.full_hubs.sources.size:
+            hubs = self.full_hubs.sources
+            bounded = np.clip(solution.intervals[hubs], limits.min_interval, limits.max_interval)
+            solution.intervals[hubs] = np.where(solution.kept[hubs], bounded, np.inf)
         return solution
 
     # -- signals -----------------------------------------------------------------------
