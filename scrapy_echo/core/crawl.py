@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -35,7 +34,8 @@ from scrapy_echo.core.events import (
     SourceNotModified,
     SourceRemoved,
 )
-from scrapy_echo.identity import fold_scheme, site_of_host
+from scrapy_echo.core.hosts import SourceHosts
+from scrapy_echo.identity import fold_scheme
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.cycles import rate_factor
 from scrapy_echo.model.limits import ScheduleLimits
@@ -90,10 +90,7 @@ class CrawlCore:
         self._refresh_asks, self._refresh_served = 0.0, 0
         # False where nothing would send the lane's requests (a distributed planner).
         self.refresh_allowed = True
-        self._host_of: list[int] = []  # per source, its host's index in _hosts
-        self._hosts: dict[str, int] = {}
-        self._host_weights: list[float] = []  # per host, its weight (site_weights)
-        self._host_scores: list[float] = []  # per host, its site's score (site_scores)
+        self.hosts = SourceHosts()
         # Runs the state's upkeep at each re-plan: inline here (the simulator); a live crawl
         # puts the O(n) part on a thread so the reactor never waits for it.
         self.run_housekeeping: Callable[[Housekeeping], None] = run_inline
@@ -118,7 +115,7 @@ class CrawlCore:
                 state.refresh.fetched(
                     state.page_key(event.url),
                     url=event.url,
-                    group=self._host_indices()[source],
+                    group=self.hosts.indices(state.sources)[source],
                     source=source,
                     appeared=event.appeared,
                     t=event.t,
@@ -283,48 +280,19 @@ class CrawlCore:
     def site_weights(self) -> FloatArray | None:
         """Per source, the weight ``ECHO_SITE_WEIGHTS`` gives its host, else its site, else 1;
         ``None`` when no weight is set (docs/how-it-works.rst, "Without a click feed")."""
-        return self._by_site(self.config.site_weights, self._host_weights)
+        return self.hosts.weights(self.state.sources, self.config.site_weights)
 
     def site_scores(self) -> FloatArray | None:
         """Per source, its site's score from ``ECHO_SITE_SCORES`` over their mean (1 for a
         site not listed); ``None`` when there are none (docs/how-it-works.rst, "Ranking sites
         by how temporal they are")."""
-        return self._by_site(self.config.site_scores, self._host_scores)
-
-    def _by_site(self, given: Mapping[str, float], cache: list[float]) -> FloatArray | None:
-        """Per source, what ``given`` says of its host, else of its site, else 1; ``cache``
-        holds it per host, in host order."""
-        if not given:
-            return None
-        host_of = self._host_indices()
-        hosts = list(self._hosts)  # (in index order)
-        for host in hosts[len(cache) :]:
-            value = given.get(host)
-            cache.append(given.get(site_of_host(host), 1.0) if value is None else value)
-        return np.array(cache, dtype=np.float64)[host_of]
-
-    def _host_indices(self) -> list[int]:
-        """Per source, its host's index in ``_hosts`` (the host name of its URL: Scrapy's
-        download slot)."""
-        sources = self.state.sources
-        while len(self._host_of) < len(sources):
-            host = urlsplit(sources[len(self._host_of)].url).hostname or ""
-            self._host_of.append(self._hosts.setdefault(host, len(self._hosts)))
-        return self._host_of
+        return self.hosts.scores(self.state.sources, self.config.site_scores)
 
     def limits(self, capacity: Callable[[str], float] | None = None) -> ScheduleLimits:
         """The plan's limits past the budget: each source's host and that host's
         ``capacity``, and the configured interval bounds."""
-        host_of = self._host_indices()
-        rates = np.full(max(1, len(self._hosts)), math.inf)
-        if capacity is not None:
-            for host, index in self._hosts.items():
-                rates[index] = capacity(host)
-        return ScheduleLimits(
-            np.array(host_of, dtype=np.intp),
-            rates,
-            self.config.min_interval,
-            self.config.max_interval,
+        return self.hosts.limits(
+            self.state.sources, capacity, self.config.min_interval, self.config.max_interval
         )
 
     # -- decisions ---------------------------------------------------------------------------
