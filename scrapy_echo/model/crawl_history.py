@@ -143,12 +143,18 @@ class CrawlHistory:
         return np.where(known, links, 0.0), np.where(known, span, 0.0)
 
     def shown(self, *, floors: bool = True) -> FloatArray:
-        """How many links each source's hub shows, as far as its recent crawls tell: the
-        most new links a crawl that overflowed found (every link it showed was new); 0 for
-        a source none of whose remembered crawls overflowed (with not ``floors``: of whose
-        remembered crawls none overflowed with its links dated)."""
+        """How many links each source's hub shows, as far as its recent crawls tell: for a
+        source one of whose remembered crawls overflowed (with not ``floors``: overflowed
+        with its links dated), the most new links any of them found; else 0.
+
+        A crawl that overflowed shows only new links, so its count is the number shown; but
+        any crawl's new links were all shown at once, so no count exceeds it either. An
+        overflow that found few (a listing reshuffled, its other links seen on another
+        source first) would plan the hub as showing fewer, crawled more often than it needs
+        and costing more than planned (docs/how-it-works.rst, "Planning for hubs that fill
+        up"): the largest count is the best lower bound."""
         overflowed = (self.cuts > 0) | (self.floors if floors else False)
-        most: FloatArray = np.where(overflowed, self.counts, 0).max(axis=1, initial=0)
+        most: FloatArray = np.where(overflowed.any(axis=1), self.counts.max(axis=1, initial=0), 0)
         return most.astype(np.float64)
 
     def _censored_rate(self, which: NDArray[np.intp]) -> FloatArray:

@@ -31,6 +31,7 @@ seed 004's UCB1-tuned exploration share.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import ClassVar
 
@@ -89,11 +90,12 @@ class EchoNewPages(EchoPaper):
             host = limits.padded(len(estimates)).host
             limited = np.isfinite(limits.capacity[host])
             estimates = replace(estimates, shows=np.where(limited, 0.0, estimates.shows))
-        solution, self.full_hubs = solve_with_full_hubs(estimates, crawl_rate, super()._solve)
-        if limits is not None and self.full_hubs.sources.size:
-            hubs = self.full_hubs.sources
-            bounded = np.clip(solution.intervals[hubs], limits.min_interval, limits.max_interval)
-            solution.intervals[hubs] = np.where(solution.kept[hubs], bounded, np.inf)
+        # The interval bounds hold for the hubs inside the solve, where what they cost within
+        # them is what they leave the rest (a hub not kept is watched as any source is).
+        bounds = (0.0, math.inf) if limits is None else (limits.min_interval, limits.max_interval)
+        solution, self.full_hubs = solve_with_full_hubs(
+            estimates, crawl_rate, super()._solve, bounds=bounds
+        )
         return solution
 
     # -- signals -----------------------------------------------------------------------
