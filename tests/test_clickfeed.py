@@ -330,6 +330,12 @@ rows_strategy = st.lists(
 )
 
 
+def chunks(data: bytes, cuts: list[int]) -> list[bytes]:
+    """``data`` cut at ``cuts`` (taken modulo its length + 1), in order; the last ends it."""
+    ends = sorted({c % (len(data) + 1) for c in cuts} | {len(data)})
+    return [data[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+
+
 @given(rows=rows_strategy, cuts=st.lists(st.integers(0, 10**6), max_size=10))
 def test_reading_in_chunks_gives_the_same_rows(tmp_path_factory, rows, cuts) -> None:
     text = "".join(
@@ -342,10 +348,8 @@ def test_reading_in_chunks_gives_the_same_rows(tmp_path_factory, rows, cuts) -> 
     expected = ClickFeedReader(folder / "whole.jsonl").read()
     chunked = ClickFeedReader(folder / "chunks.jsonl")
     got = []
-    start = 0
-    for end in sorted({c % (len(data) + 1) for c in cuts} | {len(data)}):
-        append(folder / "chunks.jsonl", data[start:end])
-        start = end
+    for chunk in chunks(data, cuts):
+        append(folder / "chunks.jsonl", chunk)
         got += chunked.read()
     assert got == expected
     assert len(got) == len(rows) == chunked.rows_read

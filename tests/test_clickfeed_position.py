@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_echo.clickfeed import ClickFeedReader
-from tests.test_clickfeed import LOGGER, append, line, rows_strategy
+from tests.test_clickfeed import LOGGER, append, chunks, line, rows_strategy
 
 # -- positions carried to another host (a planner taking over) ---------------------------------
 
@@ -63,11 +63,8 @@ def test_a_position_carried_to_a_copy_at_every_cut_gives_the_same_rows(
     expected = ClickFeedReader(folder / "whole.jsonl").read()
     reader = ClickFeedReader(folder / "host-0.jsonl")
     got = []
-    start = 0
-    ends = sorted({c % (len(data_bytes) + 1) for c in cuts} | {len(data_bytes)})
-    for host, end in enumerate(ends, start=1):
-        append(reader.path, data_bytes[start:end])
-        start = end
+    for host, chunk in enumerate(chunks(data_bytes, cuts), start=1):
+        append(reader.path, chunk)
         got += reader.read()
         # The next planner, on the next host, reads its own copy from the saved position.
         copy = folder / f"host-{host}.jsonl"
