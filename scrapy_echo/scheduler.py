@@ -25,6 +25,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo import source_control
+from scrapy_echo.busy_slots import BusySlots
 from scrapy_echo.core.events import SourceAdded
 from scrapy_echo.distributed.wire import RequestRules, decode_request, encode_request
 from scrapy_echo.echo_requests import refresh_request, source_request
@@ -99,12 +100,7 @@ class EchoScheduler(EchoComponent):
         if runtime.config.politeness:
             runtime.politeness = self.politeness
         runtime.refund = self.refund
-        # Per source, the index of its URL's download slot in _host_keys.
-        self._source_hosts = np.zeros(0, np.intp)
-        self._host_keys: list[str] = []
-        self._host_ids: dict[str, int] = {}
-        self._soonest_free = math.inf  # seconds until a busy slot frees, seen this call
-        self._blocked: np.ndarray | None = None  # sources on busy slots, seen this call
+        self.busy = BusySlots(self.politeness, self.inc_stat)
 
     # -- BaseScheduler ---------------------------------------------------------------------
     def attach(self, spider: Spider) -> None:
@@ -218,10 +214,10 @@ class EchoScheduler(EchoComponent):
         if now < self._next_slot:
             self._wake_at(self._next_slot - now)
             return None
-        self._soonest_free, self._blocked = math.inf, None
+        self.busy.start_call()
         request = self._pick(now)
         if request is None:
-            self._wake_at(min(self._nap(now), self._soonest_free))
+            self._wake_at(min(self._nap(now), self.busy.soonest_free))
             return None
         self.politeness.handed(self.politeness.slot_key(request))
         rate = self.runtime.config.crawl_rate
@@ -308,13 +304,7 @@ class EchoScheduler(EchoComponent):
         return request
 
     def _slot_free(self, key: str) -> bool:
-        if not self.runtime.config.politeness:
-            return True
-        wait = self.politeness.wait(key)
-        if wait > 0:
-            self._soonest_free = min(self._soonest_free, wait)
-            self.inc_stat("echo/scheduler/slot_busy")  # a choice put back for a busy slot
-        return wait <= 0
+        return not self.runtime.config.politeness or self.busy.free(key)
 
     def next_echo_request(
         self, now: float, *, count: bool = True, polite: bool = True
@@ -325,7 +315,10 @@ class EchoScheduler(EchoComponent):
         the policy chooses among the sources whose slot is free, and a choice that lands on a
         busy slot anyway (a page on another host than its source) is put back."""
         polite = polite and self.runtime.config.politeness
-        blocked = self._blocked = self._busy_sources() if polite else None
+        if polite:
+            blocked = self.busy.of_sources(self.state.sources)
+        else:
+            blocked = self.busy.blocked = None
         for _ in range(_MAX_TRIES):
             decision = self._choose(now, blocked)
             if decision is None:
@@ -343,14 +336,14 @@ class EchoScheduler(EchoComponent):
                     self.state.frontier.push(
                         source, request, appeared=waiting.appeared, discovered=waiting.discovered
                     )
-                    blocked = self._blocked = self._set_aside(blocked, source)
+                    blocked = self.busy.set_aside(source, len(self.state.sources))
                     continue
                 if count:
                     self.inc_stat("echo/scheduler/dequeued/page")
                 return request
             request = source_request(self.state.sources[source], source, self._source_callback)
             if polite and not self._slot_free(self.politeness.slot_key(request)):
-                blocked = self._blocked = self._set_aside(blocked, source)
+                blocked = self.busy.set_aside(source, len(self.state.sources))
                 continue
             self.state.source_dispatched(source, now)
             if count:
@@ -372,47 +365,15 @@ class EchoScheduler(EchoComponent):
             frontier.hide(None)
             policy.crawl_times_changed()  # its caches saw the masked crawl times
 
-    def _busy_sources(self) -> np.ndarray | None:
-        """Per source, whether its URL's download slot is busy; ``None`` when none is."""
-        hosts = self._source_hosts
-        sources = self.state.sources
-        if hosts.size < len(sources):
-            extra = [self._host_index(sources[i].url) for i in range(hosts.size, len(sources))]
-            hosts = self._source_hosts = np.concatenate([hosts, np.array(extra, np.intp)])
-        busy = np.zeros(len(self._host_keys), bool)
-        for index, key in enumerate(self._host_keys):
-            wait = self.politeness.wait(key)
-            if wait > 0:
-                busy[index] = True
-                self._soonest_free = min(self._soonest_free, wait)
-        return busy[hosts] if busy.any() else None
-
-    def _host_index(self, url: str) -> int:
-        key = self.politeness.host_key(url)
-        index = self._host_ids.get(key)
-        if index is None:
-            index = self._host_ids[key] = len(self._host_keys)
-            self._host_keys.append(key)
-        return index
-
-    def _set_aside(self, blocked: np.ndarray | None, source: int) -> np.ndarray:
-        if blocked is None or blocked.size < len(self.state.sources):
-            grown = np.zeros(len(self.state.sources), bool)
-            if blocked is not None:
-                grown[: blocked.size] = blocked
-            blocked = grown
-        blocked[source] = True
-        return blocked
-
     def _nap(self, now: float) -> float:
         """Seconds until a source is due under the current plan (at most ``_MAX_NAP``);
-        sources on busy download slots wait for their slot (``_soonest_free``) instead."""
+        sources on busy download slots wait for their slot (``busy.soonest_free``) instead."""
         plan = self.runtime.policy.plan
         last = self.state.last_crawl
         if len(plan) != last.size or not last.size:
             return _MAX_NAP
         due_at = last + plan.intervals
-        blocked = self._blocked
+        blocked = self.busy.blocked
         if blocked is not None:
             due_at[blocked[: due_at.size]] = math.inf
         with np.errstate(invalid="ignore"):

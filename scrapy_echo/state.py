@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from scrapy_echo.history_samples import thinned
 from scrapy_echo.identity import fold_scheme
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.cycles import WeekProfile
@@ -31,11 +32,7 @@ from scrapy_echo.seen import FingerprintSet, Housekeeping
 from scrapy_echo.source_status import STATUS_FIELDS, SourceStatus, status_row
 from scrapy_echo.state_config import StateConfig
 
-HISTORY_LIMIT = 500
 RETIRED = 1e18  # the crawl time of a retired source (some 3e10 years from now)
-# History's per-source counts are capped at this many numbers in all (40 MB): with a million
-# sources, a few samples; with thousands, HISTORY_LIMIT.
-HISTORY_CELLS = 5_000_000
 
 
 def fingerprint(url: str) -> int:
@@ -70,8 +67,7 @@ class CrawlState:
     # only those), and the rows it copied.
     changed_sources: set[int] = field(default_factory=set)
     _status_rows: list[tuple[Any, ...]] = field(default_factory=list)
-    # One sample per re-solve (see :meth:`record`), for reports: thinned to every other one
-    # when it passes HISTORY_LIMIT, so a long crawl keeps its whole span at a coarser grain.
+    # One sample per re-solve (see :meth:`record`), for reports (:mod:`.history_samples`).
     history: list[dict[str, Any]] = field(default_factory=list)
     _last_crawl: FloatArray = field(default_factory=lambda: np.full(0, np.nan))
     _ids_as_given: dict[str, int] = field(default_factory=dict)  # URL as given -> id
@@ -333,9 +329,7 @@ class CrawlState:
                 **figures,
             }
         )
-        limit = min(HISTORY_LIMIT, max(4, HISTORY_CELLS // max(1, len(self.sources))))
-        while len(self.history) > limit:
-            self.history = self.history[::-2][::-1]  # every other one, the newest kept
+        self.history = thinned(self.history, len(self.sources))
 
     # -- pages ----------------------------------------------------------------------------
     def page_crawled(

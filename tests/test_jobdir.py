@@ -105,7 +105,7 @@ def test_checkpoint_round_trip(tmp_path) -> None:
 
 
 def test_history_is_thinned_keeping_its_span_and_newest_sample(tmp_path) -> None:
-    from scrapy_echo.state import HISTORY_LIMIT
+    from scrapy_echo.history_samples import HISTORY_LIMIT
 
     state = open_scheduler(str(tmp_path / "job"), str(tmp_path / "c.jsonl")).state
     state.history.clear()

@@ -12,6 +12,7 @@ renamed or disabled, as managed services do). docs/distributed.rst, "Redis setti
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
     from scrapy_echo.distributed.store import RedisStore
 
+logger = logging.getLogger(__name__)
+
 MIN_VERSION = (6, 2)
 
 
@@ -30,6 +33,15 @@ class Verdict:
     refused: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def log(self) -> None:
+        """Every note, warning and refusal in the crawl's log, each at its level."""
+        for note in self.notes:
+            logger.info("ECHO: %s", note)
+        for warning in self.warnings:
+            logger.warning("ECHO: %s", warning)
+        for reason in self.refused:
+            logger.error("ECHO refuses to run on this Redis: %s", reason)
 
 
 def crawl_of(settings: BaseSettings, spider: object) -> str:

@@ -353,13 +353,8 @@ class DistributedScheduler(EchoComponent):
         return self.planner_round.handle(*planner_part)
 
     def _preflight(self, verdict: preflight.Verdict, batch: Exchange) -> None:
-        for note in verdict.notes:
-            logger.info("ECHO: %s", note)
-        for warning in verdict.warnings:
-            logger.warning("ECHO: %s", warning)
+        verdict.log()
         if verdict.refused:
-            for reason in verdict.refused:
-                logger.error("ECHO refuses to run on this Redis: %s", reason)
             self.inc_stat("echo/redis/refused")
             self._closing = self._refused = True  # (close sends nothing to these keys)
             closing = self.crawler.engine.close_spider_async(reason="echo_redis_refused")
