@@ -78,9 +78,17 @@ def ceiling(
     rates: list[float],
     target: float = 0.99,
     max_rate: float = 100.0,
+    fractions: tuple[Callable[[float], float], ...] | None = None,
 ) -> Ceiling:
-    """The model's fractions at ``rates`` and the least rates reaching ``target``."""
+    """The model's fractions at ``rates`` and the least rates reaching ``target``.
+
+    ``fractions``: the optimal schedule's and BFS's fraction at a rate, if not the stationary
+    model's (:func:`scrapy_echo.sim.week_ceiling.week_fractions`)."""
     low = max(float(estimates.link_rate.sum()) * 1e-3, 1e-6)
+    optimal, bfs = fractions or (
+        lambda r: optimal_fraction(estimates, r),
+        lambda r: bfs_fraction(estimates, r),
+    )
 
     def need(fraction_at: Callable[[float], float]) -> float:
         return needed_rate(fraction_at, target, low=low, high=max_rate, precision=0.005)
@@ -88,11 +96,11 @@ def ceiling(
     return Ceiling(
         estimates=estimates,
         rates=list(rates),
-        optimal=[optimal_fraction(estimates, r) for r in rates],
-        bfs=[bfs_fraction(estimates, r) for r in rates],
+        optimal=[optimal(r) for r in rates],
+        bfs=[bfs(r) for r in rates],
         target=target,
-        optimal_needed=need(lambda r: optimal_fraction(estimates, r)),
-        bfs_needed=need(lambda r: bfs_fraction(estimates, r)),
+        optimal_needed=need(optimal),
+        bfs_needed=need(bfs),
     )
 
 
@@ -123,7 +131,7 @@ def hindsight_estimates(
 ) -> Estimates:
     """``λ, P, μ`` per source from the whole trace (see the module docstring)."""
     n = trace.n_sources
-    source, first_seen = _first_sources(trace)
+    source, first_seen = first_sources(trace)
     new = np.isfinite(first_seen) & (first_seen > 0) & (first_seen < trace.duration)
     created = trace.page_created
     link_rate = np.bincount(source[new], minlength=n) / trace.duration
@@ -163,7 +171,7 @@ def hindsight_estimates(
     )
 
 
-def _first_sources(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+def first_sources(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Per page: the source whose link to it appeared first, and when (NaN: no link)."""
     order = np.lexsort((trace.link_appeared, trace.link_page))
     pages = trace.link_page[order]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_echo.model.registry import POLICIES, make_policy
-from scrapy_echo.sim.ceiling import ceiling, hindsight_estimates
+from scrapy_echo.sim.ceiling import Ceiling, ceiling, hindsight_estimates
 from scrapy_echo.sim.cli_output import Progress, write_plots
 from scrapy_echo.sim.engine import Replay, SimSettings, simulate
 from scrapy_echo.sim.freshness import freshness
@@ -24,6 +24,7 @@ from scrapy_echo.sim.search import needed_rate
 from scrapy_echo.sim.synth import SynthParams, synthesize
 from scrapy_echo.sim.tables import coverage_table, profit_table
 from scrapy_echo.sim.trace import Trace, load_trace, write_trace
+from scrapy_echo.sim.week_ceiling import trace_week, week_fractions
 
 POLICY_ORDER = [
     "echo-newpages",
@@ -116,16 +117,19 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
         f"hindsight estimates: {len(est)} sources, {sources} with new pages, "
         f"{float(est.link_rate.sum()):.4g} new pages/s"
     )
-    print("\n| crawls/s | optimal schedule | bfs |\n|---|---|---|")
-    for rate, best, bfs in zip(found.rates, found.optimal, found.bfs, strict=True):
-        print(f"| {rate:g} | {best:.1%} | {bfs:.1%} |")
-    print(
-        "fractions of the model's bound (sum of lambda P), parameters fitted to the whole trace\n"
-    )
-    for name, rate in (("optimal schedule", found.optimal_needed), ("bfs", found.bfs_needed)):
-        shown = "not reached" if math.isinf(rate) else f"{rate:.4g} crawls/s"
-        print(f"{name:<17} {args.target:.0%} of the model's bound at {shown}")
-    print(f"bfs / optimal schedule: {found.ratio:.2f}")
+    _print_ceiling(found, "parameters fitted to the whole trace")
+    saved = found.as_dict()
+    if args.week:
+        week = trace_week(trace)
+        seen = week.level[week.seconds > 0]
+        print(
+            f"\nthe trace's week: new pages by hour of the week {seen.min():.2f} to "
+            f"{seen.max():.2f} times the mean; each hour's optimal schedule for its own rates, "
+            "at the same budget per second"
+        )
+        by_hour = ceiling(est, rates=rates, target=args.target, fractions=week_fractions(est, week))
+        _print_ceiling(by_hour, "every rate following the trace's week")
+        saved["week"] = by_hour.as_dict()
     if len(trace.signal_ts):
         print(
             f"the trace's {len(trace.signal_ts)} change signals are not in this model: a "
@@ -135,9 +139,20 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         path = out / "ceiling.json"
-        path.write_text(json.dumps(found.as_dict(), indent=2) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(saved, indent=2) + "\n", encoding="utf-8")
         print(f"\nwrote {path}")
     return 0
+
+
+def _print_ceiling(found: Ceiling, how: str) -> None:
+    print("\n| crawls/s | optimal schedule | bfs |\n|---|---|---|")
+    for rate, best, bfs in zip(found.rates, found.optimal, found.bfs, strict=True):
+        print(f"| {rate:g} | {best:.1%} | {bfs:.1%} |")
+    print(f"fractions of the model's bound (sum of lambda P), {how}\n")
+    for name, rate in (("optimal schedule", found.optimal_needed), ("bfs", found.bfs_needed)):
+        shown = "not reached" if math.isinf(rate) else f"{rate:.4g} crawls/s"
+        print(f"{name:<17} {found.target:.0%} of the model's bound at {shown}")
+    print(f"bfs / optimal schedule: {found.ratio:.2f}")
 
 
 # -- pieces -----------------------------------------------------------------------------
@@ -366,5 +381,10 @@ def _parser() -> argparse.ArgumentParser:
     bound.add_argument("--rates", default="0.05,0.1,0.2", help="crawls/s, comma separated")
     bound.add_argument("--target", type=float, default=0.99, help="fraction (0.99)")
     bound.add_argument("--out", help="directory to write ceiling.json to")
+    bound.add_argument(
+        "--week",
+        action="store_true",
+        help="also with every source's rate following the trace's week, hour by hour",
+    )
     bound.set_defaults(command=cmd_ceiling)
     return parser
