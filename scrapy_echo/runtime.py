@@ -131,6 +131,7 @@ class EchoRuntime:
                 stats.set_value("echo/refresh/pages", len(lane.pages))
                 stats.set_value("echo/refresh/planned_rate", lane.planned_rate)
                 stats.set_value("echo/refresh/changes", lane.changes)
+                stats.set_value("echo/refresh/incomparable", lane.incomparable)
             trusted = getattr(self.policy, "trusted_signals", None)
             if trusted is not None and self.state.signals.received:
                 stats.set_value("echo/signals/trusted_sources", trusted())

@@ -185,10 +185,11 @@ class EchoScheduler(EchoComponent):
             )
             self.inc_stat("echo/scheduler/enqueued/page")
             return True
-        if isinstance(echo, dict) and echo.get("kind") == "source":
-            # A redirect or retry of a source crawl already under way: finish it first.
+        if isinstance(echo, dict) and echo.get("kind") in ("source", "refresh"):
+            # A redirect or retry of a source crawl or a refetch already under way (the
+            # scheduler only ever hands these out itself): finish it first.
             self.plain.appendleft(request)
-            self.inc_stat("echo/scheduler/enqueued/source_followup")
+            self.inc_stat(f"echo/scheduler/enqueued/{echo['kind']}_followup")
             return True
         if request.meta.get("echo_source"):
             # The policy decides when to crawl it; a retired source added again comes back.

@@ -25,6 +25,7 @@ from scrapy.http import TextResponse
 
 from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded, SourceFetched
 from scrapy_echo.identity import fold_scheme
+from scrapy_echo.model.content import digest
 from scrapy_echo.outlinks import SourceContent, published_time, read_source
 from scrapy_echo.runtime import EchoComponent
 from scrapy_echo.signalfeed import SignalRow
@@ -162,13 +163,14 @@ class EchoSpiderMiddleware(EchoComponent):
 
 
 def content_digest(response: Response) -> str:
-    """What tells whether a page changed between two fetches: its ``ETag`` if it sends one,
-    else a digest of its body (a page that embeds the time or rotating ads changes at every
-    fetch: the refresh lane then learns that its site always changes)."""
+    """What tells whether a page changed between two fetches: a digest of its body, and its
+    ``ETag`` if it sends one (:mod:`scrapy_echo.model.content` compares two fetches by ETag
+    where both have one, else by body; a page that embeds the time or rotating ads and sends
+    no ETag changes at every fetch: the refresh lane then learns that its site always
+    changes)."""
     etag = response.headers.get(b"ETag")
-    if etag:
-        return "etag:" + etag.decode("latin-1")[:200]
-    return hashlib.blake2b(response.body, digest_size=8).hexdigest()
+    body = hashlib.blake2b(response.body, digest_size=8).hexdigest()
+    return digest(body, etag.decode("latin-1")[:200] if etag else None)
 
 
 def page_aliases(response: Response, page: str) -> tuple[str, ...]:

@@ -84,6 +84,34 @@ def test_a_group_seen_changing_is_refetched_more_often_than_one_seen_still() -> 
     assert np.median(by_group[0]) < np.median(by_group[1])
 
 
+def test_fetches_are_compared_by_etag_where_both_have_one_else_by_body() -> None:
+    lane = lane_with_pages(0)
+    url = "https://a.test/0/live"
+
+    def fetch(t: float, content: str) -> None:
+        lane.fetched(url, url=url, group=0, source=0, appeared=0.0, t=t, digest=content)
+
+    fetch(10.0, 'aaaa etag:"v1"')
+    fetch(20.0, 'bbbb etag:"v1"')  # rotating ads, the same ETag: the server says unchanged
+    fetch(30.0, "bbbb")  # the server stopped sending its ETag: the body is the same
+    assert (lane.refetches, lane.changes, lane.incomparable) == (2, 0, 0)
+    fetch(40.0, 'cccc etag:"v2"')
+    assert (lane.changes, lane.incomparable) == (1, 0)
+    assert lane.book.changed_count()[0] == 1
+    # A copy saved by an older version with its ETag alone, refetched without one: nothing
+    # to compare, so no observation either way (counted).
+    lane.pages[url].digest = 'etag:"v2"'
+    observed = lane.book.to_data()
+    fetch(50.0, "dddd")
+    assert (lane.refetches, lane.changes, lane.incomparable) == (4, 1, 1)
+    assert lane.book.to_data() == observed
+    back = RefreshLane.from_data(lane.to_data())
+    assert back.incomparable == 1
+    older = lane.to_data()
+    del older["incomparable"]  # saved before it was counted
+    assert RefreshLane.from_data(older).incomparable == 0
+
+
 def test_round_trip_and_bad_arguments() -> None:
     lane = lane_with_pages(4)
     lane.plan(100.0, omega=1e-3, budget=1.0, profit=PROFIT, decay=DECAY)

@@ -141,6 +141,22 @@ def test_source_followups_go_first() -> None:
     scheduler.close("finished")
 
 
+def test_refresh_followups_go_first_and_are_not_filtered() -> None:
+    scheduler, clock = make_scheduler(ECHO_SOURCES=["http://a.test/"])
+    scheduler.enqueue_request(Request("http://a.test/plain"))
+    scheduler.enqueue_request(page("http://a.test/p", 0, clock.now))
+    # A refetch's redirect: its URL was fetched before, so Scrapy's filter would drop it
+    # (unless dont_filter), and behind the plain lane it would wait for the user's requests.
+    echo = {"kind": "refresh", "page": "http://a.test/old", "source_url": "http://a.test/"}
+    scheduler.enqueue_request(Request("http://a.test/plain"))  # (seen: filtered)
+    redirect = Request("http://a.test/plain", meta={"echo": echo, "echo_refresh": True})
+    assert scheduler.enqueue_request(redirect)
+    assert scheduler.next_request() is redirect
+    stats = scheduler.crawler.stats
+    assert stats.get_value("echo/scheduler/enqueued/refresh_followup") == 1
+    scheduler.close("finished")
+
+
 def test_spider_can_add_sources_at_run_time() -> None:
     scheduler, _ = make_scheduler()
     assert not scheduler.has_pending_requests()

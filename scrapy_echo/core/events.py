@@ -19,8 +19,8 @@ fail       ``url``, ``t``, ``why``
 blocked    ``url``, ``t`` (robots.txt forbids the source: no request was sent)
 page       ``url`` (the page), ``source`` (its source's URL), ``appeared``, ``t``,
            ``aliases`` (``[url, ...]``, optional: the page's other URLs), ``digest``
-           (optional: its content's digest or ETag), ``refresh`` (optional: true for a
-           refetch of a page fetched before)
+           (optional: its body's hash and ETag, :mod:`scrapy_echo.model.content`),
+           ``refresh`` (optional: true for a refetch of a page fetched before)
 clicks     ``rows`` (``[[url, ts, clicks], ...]``, checked as click-feed rows by the receiver)
 signals    ``rows`` (``[[url, ts], ...]``, checked as signal-feed rows by the receiver)
 source     ``url`` (a source to add)
@@ -77,7 +77,7 @@ class PageFetched:
     appeared: float
     t: float
     aliases: tuple[str, ...] = ()  # other URLs of this page: where it redirected, its canonical
-    digest: str | None = None  # its content's digest or ETag: the refresh lane tells changes
+    digest: str | None = None  # body hash and ETag (model.content): the refresh lane's changes
     refresh: bool = False  # a refetch by the refresh lane, not the page's first fetch
 
 

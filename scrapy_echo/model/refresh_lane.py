@@ -27,6 +27,7 @@ import numpy as np
 
 from scrapy_echo.model.change_book import ChangeBook
 from scrapy_echo.model.change_rates import DEFAULT_PRIOR, PseudoObservations
+from scrapy_echo.model.content import changed as content_changed
 from scrapy_echo.model.curves import FloatArray, g_inv
 
 _BISECTIONS = 60
@@ -86,6 +87,7 @@ class RefreshLane:
         self.refetches = 0
         self.planned_rate = 0.0  # refetches per second the last plan asked for
         self.changes = 0  # refetches that found the page changed
+        self.incomparable = 0  # refetches with nothing to compare to the fetch before
 
     @property
     def enabled(self) -> bool:
@@ -105,9 +107,12 @@ class RefreshLane:
                 del self.pages[next(iter(self.pages))]
             return
         if digest is not None and known.digest is not None and t > known.fetched:
-            changed = digest != known.digest
-            self.book.observe(known.group, t - known.fetched, changed)
-            self.changes += changed
+            differs = content_changed(known.digest, digest)
+            if differs is None:  # (fetches that share neither an ETag nor a body hash)
+                self.incomparable += 1
+            else:
+                self.book.observe(known.group, t - known.fetched, differs)
+                self.changes += differs
         self.refetches += 1
         known.fetched, known.digest = t, digest if digest is not None else known.digest
         known.taken = 0
@@ -214,6 +219,7 @@ class RefreshLane:
             ],
             "refetches": self.refetches,
             "changes": self.changes,
+            "incomparable": self.incomparable,
         }
 
     @classmethod
@@ -235,6 +241,7 @@ class RefreshLane:
             out.pages[page] = tracked
             out._push(page, tracked)
         out.refetches, out.changes = int(data["refetches"]), int(data["changes"])
+        out.incomparable = int(data.get("incomparable", 0))  # (saved before it was counted)
         return out
 
 
