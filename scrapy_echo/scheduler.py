@@ -262,7 +262,7 @@ class EchoScheduler(EchoComponent):
             request = self._serve_plain()
             if request is not None:
                 return request
-        request = self._refresh_request(now)
+        request = self.next_refresh_request(now)
         if request is None:
             request = self.next_echo_request(now)
         if request is not None:
@@ -271,8 +271,11 @@ class EchoScheduler(EchoComponent):
             return request
         return self._serve_plain() if self.plain else None
 
-    def _refresh_request(self, now: float) -> Request | None:
-        """A fetched page due for a refetch by the refresh lane, if its slot is free."""
+    def next_refresh_request(
+        self, now: float, *, count: bool = True, polite: bool = True
+    ) -> Request | None:
+        """A fetched page due for a refetch by the refresh lane (``count`` and ``polite`` as
+        for :meth:`next_echo_request`)."""
         core = self.runtime.core
         page = core.next_refresh(now)
         if page is None:
@@ -280,13 +283,14 @@ class EchoScheduler(EchoComponent):
         tracked = self.state.refresh.pages[page]
         source_url = self.state.sources[tracked.source].url
         request = refresh_request(tracked, source_url, self.runtime.page_callback())
-        if self.runtime.config.politeness:
+        if polite and self.runtime.config.politeness:
             key = self.politeness.slot_key(request)
             if not self._slot_free(key):
                 core.refresh_put_back(page, now + self.politeness.wait(key))
                 self.inc_stat("echo/scheduler/refresh_put_back")
                 return None
-        self.inc_stat("echo/scheduler/dequeued/refresh")
+        if count:
+            self.inc_stat("echo/scheduler/dequeued/refresh")
         return request
 
     def _serve_plain(self) -> Request | None:

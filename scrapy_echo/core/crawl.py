@@ -88,8 +88,6 @@ class CrawlCore:
         self.solves = 0
         # The refresh lane's slots: asked (capped, see next_refresh) and served.
         self._refresh_asks, self._refresh_served = 0.0, 0
-        # False where nothing would send the lane's requests (a distributed planner).
-        self.refresh_allowed = True
         self.hosts = SourceHosts()
         # Runs the state's upkeep at each re-plan: inline here (the simulator); a live crawl
         # puts the O(n) part on a thread so the reactor never waits for it.
@@ -161,7 +159,7 @@ class CrawlCore:
     @property
     def refreshing(self) -> bool:
         """Whether the refresh lane runs: the policy refreshes and the lane has a share."""
-        return self.refresh_allowed and self.policy.refreshes and self.state.refresh.enabled
+        return self.policy.refreshes and self.state.refresh.enabled
 
     def next_refresh(self, now: float) -> str | None:
         """A fetched page (its key, a clean URL) to fetch again now, if one is due and the

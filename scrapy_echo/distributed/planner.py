@@ -89,6 +89,8 @@ class PlannerHost(Protocol):
 
     def next_echo_request(self, now: float, *, count: bool = True) -> Request | None: ...
 
+    def next_refresh_request(self, now: float) -> Request | None: ...
+
     def inc_stat(self, key: str, count: int = 1) -> None: ...
 
 
@@ -102,9 +104,9 @@ class Planner:
         # Source crawls queued and not yet reported, by request id -> when queued: the policy
         # is not asked to choose them again meanwhile.
         self.outstanding: dict[str, float] = {}
-        # New pages queued and not yet reported fetched, by request id -> (when, request): a
-        # Redis that loses its data loses them with the queue, their links already seen, so
-        # the planner queues them again (see regained).
+        # New pages and refetches queued and not yet reported fetched, by request id ->
+        # (when, request): a Redis that loses its data loses them with the queue, their links
+        # already seen, so the planner queues them again (see regained).
         self.queued_pages: dict[str, tuple[float, Request]] = {}
         self._requeue: list[Request] = []
         self.dedup = EventDedup()  # events sent twice (a round trip retried) applied once
@@ -265,7 +267,8 @@ class Planner:
             if isinstance(event, SourceFetched | SourceNotModified | SourceFailed):
                 self.outstanding.pop(source_id(event.url), None)
             elif isinstance(event, PageFetched):
-                self.queued_pages.pop(page_id(event.url), None)
+                rid = refresh_id(event.url) if event.refresh else page_id(event.url)
+                self.queued_pages.pop(rid, None)
             try:
                 pages = self.runtime.apply(event)
             except Exception as exc:  # well formed, yet the state cannot take it: skip it
@@ -319,8 +322,7 @@ class Planner:
             del self.queued_pages[rid]  # failed (no report), or long fetched and reported
         requeue, self._requeue = self._requeue, []
         for _ in range(max(target - depth, len(requeue))):
-            next_request = self.scheduler.next_echo_request
-            request = requeue.pop() if requeue else next_request(now, count=False)
+            request = requeue.pop() if requeue else self._next_request(now)
             if request is None:
                 break
             rid = request_id(request)
@@ -337,12 +339,19 @@ class Planner:
                 self.scheduler.count_rejected("unencodable", message=str(exc))
                 continue
             self._seq += 1
-            self.scheduler.inc_stat(f"echo/planner/queued/{'source' if is_source else 'page'}")
+            kind = "source" if is_source else "page" if rid.startswith("p:") else "refresh"
+            self.scheduler.inc_stat(f"echo/planner/queued/{kind}")
             # Queue order is decision order, except that a new page goes before every source
-            # crawl already queued: new pages first, as on one machine.
-            score = now * 1000 + (0.0 if is_source else -_PAGE_HEAD_START_MS)
+            # crawl and refetch already queued: new pages first, as on one machine.
+            score = now * 1000 + (-_PAGE_HEAD_START_MS if kind == "page" else 0.0)
             chosen.append((rid, score + self._seq % 1000 / 1000, payload))
         return chosen
+
+    def _next_request(self, now: float) -> Request | None:
+        """A refetch the refresh lane has due (within its share of the budget), else the
+        policy's choice, as on one machine."""
+        refetch = self.scheduler.next_refresh_request(now)
+        return refetch or self.scheduler.next_echo_request(now, count=False)
 
     def new_solves(self, now: float) -> list[str]:
         """``"<term> <ms>"`` for each re-solve since the last call."""
@@ -368,15 +377,22 @@ class Planner:
 
 def request_id(request: Request) -> str:
     """``s:`` + a source's URL fingerprint (one queued crawl per source at a time), ``p:`` +
-    a page's (queued once, remembered when done)."""
+    a page's (queued once, remembered when done), ``u:refresh:`` + a page's for its refetch
+    (not remembered: the page is refetched again when the lane has it due)."""
     echo: Any = request.meta.get("echo", {})
     if echo.get("kind") == "source":
         return source_id(request.url)
+    if echo.get("kind") == "refresh":
+        return refresh_id(str(echo.get("page", request.url)))
     return page_id(request.url)
 
 
 def page_id(url: str) -> str:
     return f"p:{fingerprint(canonical_url(url)):016x}"
+
+
+def refresh_id(url: str) -> str:
+    return f"u:refresh:{fingerprint(canonical_url(url)):016x}"
 
 
 def source_id(url: str) -> str:

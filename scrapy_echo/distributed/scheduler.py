@@ -102,8 +102,6 @@ class DistributedScheduler(EchoComponent):
         runtime.transport = self._send_event
         runtime.on_done = self._done
         runtime.holds_state = False
-        # The planner hands out the policy's requests only: no refresh lane across workers.
-        runtime.core.refresh_allowed = False
 
     # -- BaseScheduler ---------------------------------------------------------------------
     @property
@@ -120,6 +118,9 @@ class DistributedScheduler(EchoComponent):
         # The planner queues for the whole fleet: each worker's downloader keeps its own
         # politeness, which this process's slots do not show.
         return self.local.next_echo_request(now, count=count, polite=False)
+
+    def next_refresh_request(self, now: float) -> Request | None:
+        return self.local.next_refresh_request(now, count=False, polite=False)
 
     def open(self, spider: Spider) -> None:
         self.local.attach(spider)
