@@ -78,7 +78,7 @@ def ceiling(
     rates: list[float],
     target: float = 0.99,
     max_rate: float = 100.0,
-    fractions: tuple[Callable[[float], float], ...] | None = None,
+    fractions: tuple[Callable[[float], float], Callable[[float], float]] | None = None,
 ) -> Ceiling:
     """The model's fractions at ``rates`` and the least rates reaching ``target``.
 

@@ -91,7 +91,9 @@ def by_hour(
     return float(np.sum(weight * caught[at]) / weight.sum())
 
 
-def week_fractions(est: Estimates, week: Week) -> tuple[Callable[[float], float], ...]:
+def week_fractions(
+    est: Estimates, week: Week
+) -> tuple[Callable[[float], float], Callable[[float], float]]:
     """The optimal schedule's and BFS's fractions at a rate, hour by hour over ``week``."""
     return (
         lambda rate: by_hour(optimal_fraction, est, rate, week),
