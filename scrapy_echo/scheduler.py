@@ -26,6 +26,7 @@ from twisted.internet.task import LoopingCall
 
 from scrapy_echo import source_control
 from scrapy_echo.busy_slots import BusySlots
+from scrapy_echo.callbacks import check_page_callback, source_seen
 from scrapy_echo.core.events import SourceAdded
 from scrapy_echo.distributed.wire import RequestRules, decode_request, encode_request
 from scrapy_echo.echo_requests import refresh_request, source_request
@@ -38,7 +39,6 @@ from scrapy_echo.source_control import SOURCES_POLL, SourcesFile
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
-    from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
 
@@ -53,27 +53,6 @@ _MAX_TRIES = 16
 _PLAIN_SCAN = 32
 
 
-def _source_seen(response: Response) -> list[Any]:
-    """Callback of source requests when the spider has no ``parse_source``: the plugin's
-    spider middleware has already taken the links; the spider has nothing to do."""
-    return []
-
-
-def check_page_callback(runtime: EchoRuntime) -> None:
-    """Fail at start, not at the first new page, when new pages have nowhere to go; warn when
-    they would go to a CrawlSpider's rule engine."""
-    from scrapy.spiders import CrawlSpider
-
-    callback = runtime.page_callback()  # ValueError names the setting
-    spider = runtime.crawler.spider
-    if isinstance(spider, CrawlSpider) and getattr(callback, "__name__", "") == "parse":
-        logger.warning(
-            "ECHO sends new pages to %s.parse, a CrawlSpider's rule engine: set "
-            "ECHO_PAGE_CALLBACK to the method that parses an article",
-            type(spider).__name__,
-        )
-
-
 class EchoScheduler(EchoComponent):
     """Scrapy scheduler (``SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"``)."""
 
@@ -85,7 +64,7 @@ class EchoScheduler(EchoComponent):
         self.plain: deque[Request] = deque()
         self.checkpointer = Checkpointer.from_crawler(crawler, runtime, self)
         self.spider: Spider | None = None
-        self._source_callback: Any = _source_seen
+        self._source_callback: Any = source_seen
         self.request_rules: RequestRules | None = None  # what a request in Redis may ask
         self._next_slot = -math.inf  # earliest time the budget lets the next request leave
         self._plain_served = 0
@@ -106,7 +85,7 @@ class EchoScheduler(EchoComponent):
     def attach(self, spider: Spider) -> None:
         """Know the spider: its source callback, and whose methods stored requests name."""
         self.spider = spider
-        self._source_callback = getattr(spider, "parse_source", None) or _source_seen
+        self._source_callback = getattr(spider, "parse_source", None) or source_seen
 
     def open(self, spider: Spider) -> None:
         self.attach(spider)

@@ -36,6 +36,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo import source_control
+from scrapy_echo.callbacks import check_page_callback
 from scrapy_echo.core.events import Event, SourceAdded, SourceFetched, to_json
 from scrapy_echo.distributed import preflight
 from scrapy_echo.distributed.clock import FleetClock
@@ -48,7 +49,7 @@ from scrapy_echo.distributed.planner_round import PlannerRound
 from scrapy_echo.distributed.store import Exchange, RedisStore, Reply, key_base
 from scrapy_echo.distributed.wire import RequestRules
 from scrapy_echo.runtime import EchoComponent
-from scrapy_echo.scheduler import EchoScheduler, check_page_callback
+from scrapy_echo.scheduler import EchoScheduler
 from scrapy_echo.settings import read_sources
 from scrapy_echo.source_control import SOURCES_POLL, SourcesFile
 
