@@ -235,6 +235,19 @@ class EchoScheduler(EchoComponent):
 
     # -- lanes -----------------------------------------------------------------------------
     def _pick(self, now: float) -> Request | None:
+        # A redirect or retry of ECHO's own request under way (see _enqueue): finished first,
+        # whatever the plain lane's share.
+        head = self.plain[0] if self.plain else None
+        if (
+            head is not None
+            and isinstance(head.meta.get("echo"), dict)
+            and self._slot_free(self.politeness.slot_key(head))
+        ):
+            self.plain.popleft()
+            self._echo_served += 1
+            self.runtime.lanes.add(now, plain=False)
+            self.inc_stat("echo/scheduler/dequeued/followup")
+            return head
         share = self.runtime.config.plain_share
         total = self._plain_served + self._echo_served
         if self.plain and self._plain_served <= share * total:

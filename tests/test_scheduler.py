@@ -157,6 +157,26 @@ def test_refresh_followups_go_first_and_are_not_filtered() -> None:
     scheduler.close("finished")
 
 
+@pytest.mark.parametrize("kind", ["source", "refresh", "page"])
+def test_followups_go_first_even_when_the_plain_lane_used_its_share(kind: str) -> None:
+    scheduler, clock = make_scheduler(
+        ECHO_SOURCES=["http://a.test/"], ECHO_PLAIN_SHARE=0.0, ECHO_CRAWL_RATE=1000
+    )
+    scheduler.enqueue_request(Request("http://other.test/plain"))
+    scheduler.next_request()  # (the source's first crawl, then the plain request)
+    scheduler.next_request()
+    for i in range(5):
+        scheduler.enqueue_request(page(f"http://a.test/p{i}", 0, clock.now))
+    echo = {"kind": kind, "page": "http://a.test/old", "source_url": "http://a.test/", "source": 0}
+    meta = {"echo": echo, "redirect_urls": ["http://a.test/old"]}
+    followup = Request("http://a.test/moved", meta=meta, dont_filter=True)
+    assert scheduler.enqueue_request(followup)
+    clock.now += 1.0
+    assert scheduler.next_request() is followup
+    assert scheduler.crawler.stats.get_value("echo/scheduler/dequeued/followup") == 1
+    scheduler.close("finished")
+
+
 def test_spider_can_add_sources_at_run_time() -> None:
     scheduler, _ = make_scheduler()
     assert not scheduler.has_pending_requests()

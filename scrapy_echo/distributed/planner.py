@@ -35,10 +35,16 @@ from scrapy_echo.core.events import (
 )
 from scrapy_echo.distributed.clock import MAX_AHEAD
 from scrapy_echo.distributed.dedup import EventDedup
+from scrapy_echo.distributed.request_ids import (
+    REFRESH_PREFIX,
+    page_id,
+    refresh_id,
+    request_id,
+    source_id,
+)
 from scrapy_echo.model.registry import make_policy
 from scrapy_echo.settings import read_sources
-from scrapy_echo.state import CrawlState, fingerprint
-from scrapy_echo.urls import canonical_url
+from scrapy_echo.state import CrawlState
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -236,6 +242,12 @@ class Planner:
             if rid in urls:
                 self.scheduler.inc_stat("echo/planner/set_aside/source")
                 self.runtime.apply(SourceFailed(urls[rid], now, "set aside in dead"))
+        refetched = {rid for rid in rids if rid.startswith(REFRESH_PREFIX)}
+        if refetched:  # the page leaves the lane: its id stays refused while in dead
+            lane = state.refresh
+            for page in [p for p, t in lane.pages.items() if refresh_id(t.url) in refetched]:
+                del lane.pages[page]
+                self.scheduler.inc_stat("echo/planner/set_aside/refresh")
         self.scheduler.inc_stat("echo/planner/set_aside", len(rids))
 
     def step_down(self, why: str) -> None:
@@ -373,27 +385,3 @@ class Planner:
         applied = {"events_applied": self.dedup.to_data()}
         captured = snapshots.capture(self.runtime, self.scheduler.encode, extra=applied)
         return captured, self.last_event
-
-
-def request_id(request: Request) -> str:
-    """``s:`` + a source's URL fingerprint (one queued crawl per source at a time), ``p:`` +
-    a page's (queued once, remembered when done), ``u:refresh:`` + a page's for its refetch
-    (not remembered: the page is refetched again when the lane has it due)."""
-    echo: Any = request.meta.get("echo", {})
-    if echo.get("kind") == "source":
-        return source_id(request.url)
-    if echo.get("kind") == "refresh":
-        return refresh_id(str(echo.get("page", request.url)))
-    return page_id(request.url)
-
-
-def page_id(url: str) -> str:
-    return f"p:{fingerprint(canonical_url(url)):016x}"
-
-
-def refresh_id(url: str) -> str:
-    return f"u:refresh:{fingerprint(canonical_url(url)):016x}"
-
-
-def source_id(url: str) -> str:
-    return f"s:{fingerprint(canonical_url(url)):016x}"
