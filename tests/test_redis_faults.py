@@ -342,15 +342,22 @@ def test_a_state_loaded_after_the_lease_was_lost_is_not_taken(redis_url) -> None
         worker.io.stop()
 
 
+def planning_worker(redis_url: str, **settings: Any) -> DistributedScheduler:
+    """A worker holding the planner's lease, with no round trips of its own."""
+    worker = open_worker(redis_url, f"t{uuid.uuid4().hex[:8]}", **settings)
+    worker._closing = True
+    planner = worker.planner
+    planner.term = 1
+    planner.take_over(planner.load(None, planner.begin_loading()))
+    worker.store.acquire_solver(worker.token, 60_000)
+    return worker
+
+
 def test_a_source_set_aside_in_dead_is_not_queued_again_but_counts_as_failed(redis_url) -> None:
     source = "http://a.test/"
-    worker = open_worker(redis_url, f"t{uuid.uuid4().hex[:8]}", ECHO_SOURCES=source)
+    worker = planning_worker(redis_url, ECHO_SOURCES=source)
     try:
-        worker._closing = True  # no round trips of its own
         planner, store = worker.planner, worker.store
-        planner.term = 1
-        planner.take_over(planner.load(None, planner.begin_loading()))
-        store.acquire_solver(worker.token, 60_000)
         rid = source_id(source)
         store.client.hset(store.keys["dead"], rid, b"e|1|{}")  # it crashed every worker
         added, dead = store.push_checked(worker.token, [(rid, 1.0, "{}"), ("p:1", 2.0, "{}")])
@@ -380,15 +387,9 @@ def test_a_page_whose_refetch_is_set_aside_in_dead_leaves_the_refresh_lane(redis
     # A refetch's id is the same for every refetch of its page, and Redis refuses it while it
     # is in dead: the page leaves the lane rather than spend a refresh slot at every due time.
     source, page = "http://a.test/", "http://a.test/1"
-    worker = open_worker(
-        redis_url, f"t{uuid.uuid4().hex[:8]}", ECHO_SOURCES=source, ECHO_REFRESH_SHARE=0.5
-    )
+    worker = planning_worker(redis_url, ECHO_SOURCES=source, ECHO_REFRESH_SHARE=0.5)
     try:
-        worker._closing = True  # no round trips of its own
         planner, store = worker.planner, worker.store
-        planner.term = 1
-        planner.take_over(planner.load(None, planner.begin_loading()))
-        store.acquire_solver(worker.token, 60_000)
         worker.runtime.apply(PageFetched(page, source, 900.0, 1000.0, (), "aaaa", False))
         lane = worker.runtime.state.refresh
         (key,) = lane.pages
