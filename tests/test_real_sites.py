@@ -61,7 +61,8 @@ def test_every_listed_article_fetched_once_and_every_click_attributed(tmp_path, 
     assert stats.get("echo/clickfeed/unmatched_rows", 0) == 0
     assert stats["echo/clickfeed/rows"] == stats["echo/clickfeed/matched_rows"]
     # Scrapy's own scheduler stats are there for dashboards, and agree with ECHO's lanes.
-    lanes = sum(stats.get(f"echo/scheduler/dequeued/{k}", 0) for k in ("source", "page", "plain"))
+    kinds = ("source", "page", "refresh", "followup", "plain")
+    lanes = sum(stats.get(f"echo/scheduler/dequeued/{k}", 0) for k in kinds)
     assert stats["scheduler/dequeued"] == stats["scheduler/dequeued/memory"] == lanes > 0
     assert stats["scheduler/enqueued"] >= stats["echo/scheduler/enqueued/page"]
     # The gone source cost three requests, then none.
