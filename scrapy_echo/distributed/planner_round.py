@@ -101,6 +101,7 @@ class PlannerRound:
                 planner.step_down("its lease expired while it loaded the saved state")
             elif detail != planner.term:
                 planner.regained(detail)
+                host.inc_stat("echo/redis/planner_regained")
             return None
         held, events, sources, depth, signals = detail
         if not held:
