@@ -235,33 +235,31 @@ class EchoScheduler(EchoComponent):
 
     # -- lanes -----------------------------------------------------------------------------
     def _pick(self, now: float) -> Request | None:
-        # A redirect or retry of ECHO's own request under way (see _enqueue): finished first,
-        # whatever the plain lane's share.
-        head = self.plain[0] if self.plain else None
-        if (
-            head is not None
-            and isinstance(head.meta.get("echo"), dict)
-            and self._slot_free(self.politeness.slot_key(head))
-        ):
-            self.plain.popleft()
-            self._echo_served += 1
-            self.runtime.lanes.add(now, plain=False)
-            self.inc_stat("echo/scheduler/dequeued/followup")
-            return head
-        share = self.runtime.config.plain_share
-        total = self._plain_served + self._echo_served
-        if self.plain and self._plain_served <= share * total:
-            request = self._serve_plain()
-            if request is not None:
-                return request
-        request = self.next_refresh_request(now)
+        request = self._followup()
         if request is None:
-            request = self.next_echo_request(now)
+            share = self.runtime.config.plain_share
+            total = self._plain_served + self._echo_served
+            if self.plain and self._plain_served <= share * total:
+                plain = self._serve_plain()
+                if plain is not None:
+                    return plain
+            request = self.next_refresh_request(now) or self.next_echo_request(now)
         if request is not None:
             self._echo_served += 1
             self.runtime.lanes.add(now, plain=False)
             return request
         return self._serve_plain() if self.plain else None
+
+    def _followup(self) -> Request | None:
+        """A redirect or retry of ECHO's own request under way (see _enqueue), if its slot is
+        free: finished first, whatever the plain lane's share."""
+        head = self.plain[0] if self.plain else None
+        if head is None or not isinstance(head.meta.get("echo"), dict):
+            return None
+        if not self._slot_free(self.politeness.slot_key(head)):
+            return None
+        self.inc_stat("echo/scheduler/dequeued/followup")
+        return self.plain.popleft()
 
     def next_refresh_request(
         self, now: float, *, count: bool = True, polite: bool = True

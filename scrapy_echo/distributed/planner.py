@@ -37,6 +37,7 @@ from scrapy_echo.distributed.clock import MAX_AHEAD
 from scrapy_echo.distributed.dedup import EventDedup
 from scrapy_echo.distributed.request_ids import (
     REFRESH_PREFIX,
+    kind_of,
     page_id,
     refresh_id,
     request_id,
@@ -340,8 +341,8 @@ class Planner:
             rid = request_id(request)
             if rid in self.outstanding:
                 break  # the best the policy has is already on its way: wait for news
-            is_source = rid.startswith("s:")
-            if is_source:
+            kind = kind_of(rid)
+            if kind == "source":
                 self.outstanding[rid] = now
             else:
                 self.queued_pages[rid] = (now, request)
@@ -351,7 +352,6 @@ class Planner:
                 self.scheduler.count_rejected("unencodable", message=str(exc))
                 continue
             self._seq += 1
-            kind = "source" if is_source else "page" if rid.startswith("p:") else "refresh"
             self.scheduler.inc_stat(f"echo/planner/queued/{kind}")
             # Queue order is decision order, except that a new page goes before every source
             # crawl and refetch already queued: new pages first, as on one machine.

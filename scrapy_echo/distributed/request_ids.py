@@ -27,6 +27,11 @@ def request_id(request: Request) -> str:
     return page_id(request.url)
 
 
+def kind_of(rid: str) -> str:
+    """What the planner queued under ``rid``: ``"source"``, ``"page"`` or ``"refresh"``."""
+    return "source" if rid.startswith("s:") else "page" if rid.startswith("p:") else "refresh"
+
+
 def page_id(url: str) -> str:
     return f"p:{fingerprint(canonical_url(url)):016x}"
 
@@ -39,4 +44,4 @@ def source_id(url: str) -> str:
     return f"s:{fingerprint(canonical_url(url)):016x}"
 
 
-__all__ = ["REFRESH_PREFIX", "page_id", "refresh_id", "request_id", "source_id"]
+__all__ = ["REFRESH_PREFIX", "kind_of", "page_id", "refresh_id", "request_id", "source_id"]
