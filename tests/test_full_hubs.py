@@ -159,6 +159,32 @@ def test_crawl_history_knows_how_many_links_a_full_hub_shows():
     h.record(2, 0.0, 0)
     h.record(2, 100.0, 50)  # many links, but all the ones that came: not full
     assert h.shown().tolist() == [7.0, 12.0, 0.0]
+    assert h.shown(floors=False).tolist() == [0.0, 12.0, 0.0]  # 0 overflowed undated only
+
+
+def test_a_full_hub_stays_full_after_its_overflow_leaves_the_window():
+    # Planned as full, the hub is crawled before it fills: its window soon holds no overflow.
+    h = CrawlHistory(1, history=3)
+    h.record(0, 0.0, 0)
+    h.record(0, 100.0, 10, cut=40.0)
+    for t in range(200, 1000, 100):
+        h.record(0, float(t), 4)
+    assert not h.cuts.any()  # the overflow has left the ring
+    assert h.shown(floors=False).tolist() == [10.0]
+    back = CrawlHistory.from_dict(h.to_dict())
+    assert back.shown(floors=False).tolist() == [10.0]
+
+
+def test_an_older_builds_crawl_history_knows_full_hubs_from_its_window():
+    h = CrawlHistory(2, history=3)
+    for t, n, cut in ((0.0, 0, 0.0), (100.0, 9, 30.0), (200.0, 3, 0.0)):
+        h.record(0, t, n, cut=cut)
+    h.record(1, 0.0, 0)
+    h.record(1, 100.0, 5, floor=True)
+    old = {k: v for k, v in h.to_dict().items() if k not in ("most_new", "full")}
+    back = CrawlHistory.from_dict(old)
+    assert back.shown().tolist() == [9.0, 5.0]
+    assert back.shown(floors=False).tolist() == [9.0, 0.0]
 
 
 def test_full_hubs_keep_the_interval_bounds_and_a_limited_host_keeps_echos_plan():

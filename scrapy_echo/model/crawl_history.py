@@ -22,6 +22,10 @@ from numpy.typing import NDArray
 from scrapy_echo.model.censored import censored_rate
 from scrapy_echo.model.curves import FloatArray
 
+# Whether a source's crawls ever overflowed (CrawlHistory.full): never, only without dates
+# (counts that are floors), or with dated links.
+_NEVER, _UNDATED, _DATED = 0, 1, 2
+
 
 class CrawlHistory:
     """The last ``history + 1`` crawls of every source (time, new links found), in a ring.
@@ -61,6 +65,10 @@ class CrawlHistory:
         self.long_links: list[float] = [0.0] * sources
         self.long_span: list[float] = [0.0] * sources
         self.long_cut: list[float] = [0.0] * sources  # of long_span, the seconds cut
+        # For :meth:`shown`, kept past the window: the most new links any crawl found, and
+        # whether a crawl ever overflowed (_UNDATED: only without dates; _DATED: with).
+        self.most_new: list[int] = [0] * sources
+        self.full: list[int] = [_NEVER] * sources
         # The censored rate of each source's window as last computed (NaN: crawled since):
         # a re-solve computes it again only for those.
         self._censored: FloatArray = np.full(sources, np.nan)
@@ -84,6 +92,8 @@ class CrawlHistory:
             self.long_links += [0.0] * extra
             self.long_span += [0.0] * extra
             self.long_cut += [0.0] * extra
+            self.most_new += [0] * extra
+            self.full += [_NEVER] * extra
 
     def record(
         self, source: int, time: float, new_links: int, *, cut: float = 0.0, floor: bool = False
@@ -110,6 +120,12 @@ class CrawlHistory:
         self.counts[source, slot] = new_links if filled else 0
         self.cuts[source, slot] = cut if filled else 0.0
         self.floors[source, slot] = floor and filled > 0 and new_links > 0
+        if filled:
+            self.most_new[source] = max(self.most_new[source], new_links)
+            if cut > 0:
+                self.full[source] = _DATED
+            elif self.floors[source, slot]:
+                self.full[source] = max(self.full[source], _UNDATED)
         self.times[source, slot] = time
         self.newest[source] = time
         self.next[source] = (slot + 1) % (self.history + 1)
@@ -143,19 +159,21 @@ class CrawlHistory:
         return np.where(known, links, 0.0), np.where(known, span, 0.0)
 
     def shown(self, *, floors: bool = True) -> FloatArray:
-        """How many links each source's hub shows, as far as its recent crawls tell: for a
-        source one of whose remembered crawls overflowed (with not ``floors``: overflowed
-        with its links dated), the most new links any of them found; else 0.
+        """How many links each source's hub shows, as far as its crawls tell: for a source
+        one of whose crawls overflowed (with not ``floors``: overflowed with its links
+        dated), the most new links any of its crawls found; else 0.
 
         A crawl that overflowed shows only new links, so its count is the number shown; but
         any crawl's new links were all shown at once, so no count exceeds it either. An
         overflow that found few (a listing reshuffled, its other links seen on another
         source first) would plan the hub as showing fewer, crawled more often than it needs
         and costing more than planned (docs/how-it-works.rst, "Planning for hubs that fill
-        up"): the largest count is the best lower bound."""
-        overflowed = (self.cuts > 0) | (self.floors if floors else False)
-        most: FloatArray = np.where(overflowed.any(axis=1), self.counts.max(axis=1, initial=0), 0)
-        return most.astype(np.float64)
+        up"): the largest count is the best lower bound. Both are kept past the window of
+        ``λ``: a hub planned as full is crawled before it fills, and its window soon holds
+        no overflow, but it shows no more links for that."""
+        full = np.array(self.full, dtype=np.int64)
+        seen_full = full >= (_UNDATED if floors else _DATED)
+        return np.where(seen_full, np.array(self.most_new, dtype=np.float64), 0.0)
 
     def _censored_rate(self, which: NDArray[np.intp]) -> FloatArray:
         """The censored rate of the windows of ``which``: each crawl's count and its covered
@@ -218,6 +236,8 @@ class CrawlHistory:
             "floors": self.floors.copy(),
             "filled": list(self.filled),
             "next": list(self.next),
+            "most_new": list(self.most_new),
+            "full": list(self.full),
         }
         return lambda: data
 
@@ -239,10 +259,19 @@ class CrawlHistory:
             out.floors = np.array(data.get("floors", np.zeros(times.shape, bool)), dtype=bool)
             out.filled = [int(v) for v in data["filled"]]
             out.next = [int(v) for v in data["next"]]
+            if "most_new" in data:
+                out.most_new = [int(v) for v in data["most_new"]]
+                out.full = [int(v) for v in data["full"]]
+            else:  # (builds before this one knew a hub was full from its window alone)
+                out.most_new = out.counts.max(axis=1, initial=0).tolist()
+                dated = (out.cuts > 0).any(axis=1)
+                out.full = np.where(
+                    dated, _DATED, np.where(out.floors.any(axis=1), _UNDATED, _NEVER)
+                ).tolist()
             size = out.history + 1
             last = [(slot - 1) % size for slot in out.next]
             out.newest = times[np.arange(n), last].tolist() if n else []
-            lists = (out.long_links, out.long_span, out.long_cut)
+            lists = (out.long_links, out.long_span, out.long_cut, out.most_new, out.full)
             arrays = (times, out.cuts, out.floors)
             if any(len(v) != n for v in lists) or any(a.shape != (n, size) for a in arrays):
                 raise ValueError("crawl history arrays of different lengths")
