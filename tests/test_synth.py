@@ -81,6 +81,7 @@ def test_news_clicks_come_sooner_than_blog_clicks() -> None:
         ({"signal_precision": 0.0}, "signal_precision"),
         ({"signal_noise_per_day": -1.0}, "signal_noise_per_day"),
         ({"signal_delay": -1.0}, "signal_delay"),
+        ({"site_rate_sigma": -0.5}, "site_rate_sigma"),
     ],
 )
 def test_bad_parameters_name_the_field(kwargs, field) -> None:
@@ -127,3 +128,22 @@ def test_mirrors_list_all_of_their_sites_first_source_and_change_nothing_else() 
     assert np.all((delay >= 0) & (delay <= 1800))
     with pytest.raises(ValueError, match="mirror_share"):
         SynthParams(mirror_share=1.5)
+
+
+def test_a_site_rate_factor_makes_a_sites_sources_publish_alike() -> None:
+    from scrapy_echo.sim.synth import source_truth
+
+    plain = SynthParams(sources=800, days=3, seed=4)
+    shared = replace(plain, site_rate_sigma=1.5, rate_sigma=0.5)
+
+    def between_site_share(params: SynthParams) -> float:
+        rate = np.log(source_truth(params).link_rate)
+        site_mean = np.bincount(np.arange(rate.size) // 4, weights=rate) / 4
+        return float(site_mean.var() / rate.var())
+
+    assert between_site_share(plain) < 0.4  # independent draws: a quarter, by chance
+    assert between_site_share(shared) > 0.8
+    # The factor has its own stream: the other draws are as without it.
+    a, b = source_truth(plain), source_truth(replace(plain, site_rate_sigma=1.0))
+    assert np.array_equal(a.profit, b.profit) and np.array_equal(a.decay, b.decay)
+    assert not np.array_equal(a.link_rate, b.link_rate)

@@ -331,6 +331,7 @@ class CrawlCore:
             learned_priors=policy.learned_priors,
             censoring=policy.censoring_aware,
             floors=policy.counts_floors,
+            sites=self.hosts.sites(self.state.sources) if policy.pools_sites else None,
         )
         scores = self.site_scores()
         if scores is not None:  # a site's score scales the prior of its sources without clicks

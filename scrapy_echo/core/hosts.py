@@ -9,6 +9,7 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
+from numpy.typing import NDArray
 
 from scrapy_echo.identity import site_of_host
 from scrapy_echo.model.curves import FloatArray
@@ -29,6 +30,8 @@ class SourceHosts:
         self._hosts: dict[str, int] = {}
         self._weights: list[float] = []  # per host, its weight (site_weights)
         self._scores: list[float] = []  # per host, its site's score (site_scores)
+        self._site_of_host: list[int] = []  # per host, its site's index in _sites
+        self._sites: dict[str, int] = {}
 
     def indices(self, sources: Sequence[_Located]) -> list[int]:
         """Per source (in source order), its host's index."""
@@ -36,6 +39,15 @@ class SourceHosts:
             host = urlsplit(sources[len(self._host_of)].url).hostname or ""
             self._host_of.append(self._hosts.setdefault(host, len(self._hosts)))
         return self._host_of
+
+    def sites(self, sources: Sequence[_Located]) -> NDArray[np.intp]:
+        """Per source, its site's index (sites numbered as first seen; a site is a
+        registered domain: :func:`~scrapy_echo.identity.site_of_host`)."""
+        host_of = self.indices(sources)
+        for host in list(self._hosts)[len(self._site_of_host) :]:  # (in index order)
+            site = site_of_host(host)
+            self._site_of_host.append(self._sites.setdefault(site, len(self._sites)))
+        return np.array(self._site_of_host, dtype=np.intp)[np.array(host_of, dtype=np.intp)]
 
     def weights(self, sources: Sequence[_Located], given: Mapping[str, float]) -> FloatArray | None:
         return self._by_site(sources, given, self._weights)

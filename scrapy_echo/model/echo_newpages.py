@@ -15,6 +15,10 @@ Past the paper (:class:`~scrapy_echo.model.policies.EchoPaper` is the reference,
   taken at an upper confidence value, so a source valued on a few pages is crawled enough to
   be learned (seed 004's exploration done by optimism; docs/how-it-works.rst, "Estimating
   the parameters" and "Exploration");
+- a source's long-run ``λ`` borrows pseudo-links from the other sources of its site, as
+  many as sites are measured to tell rates apart (none where they do not; seed 003's
+  pseudo-observation priors pooled by site, :mod:`scrapy_echo.model.site_prior`;
+  docs/how-it-works.rst, "Rates pooled by site");
 - of two sources listing the same pages (Jaccard ≥ 0.7), the one worth less has its shared
   rate credited to the other (seed 004's overlap; docs/how-it-works.rst, "Overlapping
   sources");
@@ -56,6 +60,7 @@ class EchoNewPages(EchoPaper):
     uses_limits = True
     uses_overlaps = True
     learned_priors = True
+    pools_sites = True
     refreshes = True
     censoring_aware = True
     counts_floors = False  # (measured: the floors' rate cost it on the default trace)

@@ -159,10 +159,13 @@ class SourceLearner:
         learned_priors: bool = False,
         censoring: bool = False,
         floors: bool = True,
+        sites: NDArray[np.intp] | None = None,
     ) -> Estimates:
         """``λ, P, μ`` for every source, as of ``now``; with ``censoring``, ``λ`` counts the
         crawls of hubs that overflowed for what they are (docs/how-it-works.rst, "Hubs that
-        show only their latest links").
+        show only their latest links"); with ``sites`` (each source's site index), its rate
+        borrows from its site's other sources as far as sites tell rates apart
+        (docs/how-it-works.rst, "Rates pooled by site").
 
         The click fit is redone only when clicks came in since the last one, at most every
         ``refit_every`` seconds (the click feed is pushed hourly while intervals are re-solved
@@ -199,6 +202,7 @@ class SourceLearner:
             self.crawls.long_run(aware=censoring),
             horizon=horizon,
             learned_priors=learned_priors,
+            site=None if sites is None else _site_rows(sites, n),
         )
         known = getattr(self, "_mean_known", None)  # (learners saved before it existed)
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)
@@ -275,6 +279,15 @@ class SourceLearner:
             _, rows = self._pending.popitem(last=False)
             self._pending_rows -= len(rows)
             self.dropped_clicks += len(rows)
+
+
+def _site_rows(sites: NDArray[np.intp], rows: int) -> NDArray[np.intp]:
+    """``sites`` for exactly ``rows`` sources; a source it does not cover is a site of its
+    own (no siblings)."""
+    sites = np.asarray(sites, dtype=np.intp)[:rows]
+    missing = rows - sites.size
+    start = int(sites.max(initial=-1)) + 1
+    return np.concatenate([sites, np.arange(start, start + missing, dtype=np.intp)])
 
 
 def _pad_rows(array: NDArray[T], rows: int) -> NDArray[T]:

@@ -64,6 +64,9 @@ class SynthParams:
     listing_share: float = 0.1  # sources that keep many more links
     listing_items: int = 300
     sources_per_site: int = 4
+    # Log-spread of a rate factor shared by a site's sources (a big news site's sections all
+    # publish much): 0, the default, draws each source's rate apart from its site's.
+    site_rate_sigma: float = 0.0
     cross_link_share: float = 0.05  # pages also linked from a second source of the site
     # Sites whose second source mirrors the first (a front page listing a section's stories):
     # it shows every link of the first 0-30 minutes later, besides its own. The default
@@ -105,6 +108,7 @@ class SynthParams:
                 raise ValueError(f"SynthParams.{name} must be > 0, got {getattr(self, name)!r}")
         for name in (
             *("profit_sigma", "low_quality_factor", "signal_noise_per_day", "signal_delay"),
+            "site_rate_sigma",
             *("update_sigma", "update_days"),
         ):
             if not getattr(self, name) >= 0:
@@ -302,6 +306,10 @@ def _sources(
     n = p.sources
     mean_rate = p.new_pages_per_second / 3000.0
     base = rng.lognormal(0.0, p.rate_sigma, n)
+    if p.site_rate_sigma > 0:  # (its own stream: the sources' other draws stay as without)
+        sites = -(-n // p.sources_per_site)
+        shared = np.random.default_rng([p.seed, 1]).lognormal(0.0, p.site_rate_sigma, sites)
+        base *= shared[np.arange(n) // p.sources_per_site]
     base *= mean_rate / base.mean()
     news = rng.random(n) < p.news_share
     lo, hi = (
