@@ -9,12 +9,11 @@ siblings have enough links, a least-squares line from ``log r`` to the source's 
 (``log((L + 1/2)/S)``: a source that found nothing counts too, so the line is not drawn
 through the busy sources alone), and ``ρ``, the share of the spread ``σ²`` of own log rates
 it explains (its ``R²``; 0 when the line falls, or its slope is within two standard errors
-of none). A source then gets ``a = ρ / ((1 - ρ) σ²)``
-pseudo-links at the line's rate for it: ``a`` links are worth a precision of about ``a`` in
-log rate, and this is what knowing the site adds, ``1 / ((1 - ρ) σ²)``, to what the spread
-of all sources gives, ``1 / σ²`` (that prior is applied after). Where sites say nothing,
-``ρ = 0`` and nothing is added. The noise of thin counts only lowers ``ρ`` and the slope:
-it errs toward lending less.
+of none). A source then gets ``a = ρ / ((1 - ρ) σ²)`` pseudo-links at the line's rate for
+it: ``a`` links are worth a precision of about ``a`` in log rate, and this is what knowing
+the site adds, ``1 / ((1 - ρ) σ²)``, to what the spread of all sources gives, ``1 / σ²``
+(that prior is applied after). Where sites say nothing, ``ρ = 0`` and nothing is added. The
+noise of thin counts only lowers ``ρ`` and the slope: it errs toward lending less.
 """
 
 from __future__ import annotations
@@ -78,11 +77,12 @@ def site_pseudo_links(
     if rho * (own.size - 2) / (1.0 - rho) < MIN_T_SQUARED:  # a slope chance would draw
         return nothing
     pseudo = min(rho / ((1.0 - rho) * spread), MAX_PSEUDO_LINKS)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         log_sibs = np.log(np.where(has_sibs, sib_links / np.where(has_sibs, sib_span, 1.0), 1.0))
-    rate = np.exp(own.mean() + slope * (log_sibs - sibs.mean()))
-    extra_links = np.where(has_sibs, pseudo, 0.0)
-    return extra_links, np.where(has_sibs, pseudo / rate, 0.0), rho
+        rate = np.exp(own.mean() + slope * (log_sibs - sibs.mean()))
+        lend = has_sibs & (rate > 0) & np.isfinite(rate)
+        lent_span = np.where(lend, pseudo / rate, 0.0)
+    return np.where(lend, pseudo, 0.0), lent_span, rho
 
 
 __all__ = ["MAX_PSEUDO_LINKS", "site_pseudo_links"]
