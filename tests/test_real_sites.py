@@ -47,6 +47,8 @@ def test_every_listed_article_fetched_once_and_every_click_attributed(tmp_path, 
         assert stats.get(f"echo/sources/kind/{kind}", 0) >= 1, (kind, stats)
     assert stats["echo/sources/found"] >= 2  # the index, then the gzipped news sitemap
     assert "echo/sources/unreadable" not in stats
+    # Too few sources to tell whether sites explain rates: none borrows from its site's.
+    assert stats["echo/sources/site_share"] == 0.0
     # Every article listed long enough for a source recrawl to see it was fetched, once:
     # under one URL, though the sources list it under four (short link, slug, parameters).
     listed = site.published(site.started + 12 - 3)

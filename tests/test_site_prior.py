@@ -69,8 +69,9 @@ def test_a_new_section_of_a_busy_site_starts_at_its_sites_rate() -> None:
         without, _, _ = apply_cold_start(
             *window, fit, ColdStart(), (links, span), learned_priors=learned
         )
+        lent = site_pseudo_links(links, span, site)[:2]
         pooled, _, _ = apply_cold_start(
-            *window, fit, ColdStart(), (links, span), learned_priors=learned, site=site
+            *window, fit, ColdStart(), (links, span), learned_priors=learned, lent=lent
         )
         # Without the site, every fresh section gets one rate; with it, its site's.
         assert np.ptp(np.log(without[fresh])) < 0.5
@@ -125,7 +126,9 @@ def test_the_learner_pools_by_site_only_when_given_sites() -> None:
             learner.record_crawl(source, float(span[source]), int(links[source]))
     learner.record_crawl(0, 0.0, 0)
     alone = learner.estimates(3 * DAY, learned_priors=True).link_rate
+    assert learner.site_share is None
     pooled = learner.estimates(3 * DAY, learned_priors=True, sites=site).link_rate
+    assert learner.site_share is not None and learner.site_share > 0.5
     fresh = np.arange(0, links.size, 4)
     assert np.median(np.abs(np.log(pooled[fresh] / true[fresh]))) < 0.5
     assert np.median(np.abs(np.log(alone[fresh] / true[fresh]))) > 0.5

@@ -25,9 +25,11 @@ from numpy.typing import NDArray
 
 from scrapy_echo.model.clicks import ClickHistogram
 from scrapy_echo.model.crawl_history import CrawlHistory
+from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.estimators import DecayFit, fit_profit_decay
 from scrapy_echo.model.plan import Estimates
 from scrapy_echo.model.priors import ColdStart, apply_cold_start
+from scrapy_echo.model.site_prior import site_pseudo_links
 
 T = TypeVar("T", bound=np.generic)
 
@@ -85,6 +87,9 @@ class SourceLearner:
         self._mean_clicks: NDArray[np.float64] = np.zeros(0)
         self._mean_known: NDArray[np.bool_] | None = None
         self.refit_every = float(refit_every)
+        # Of the spread of sources' log rates, the share their sites explain, as last
+        # measured (model.site_prior); None while the policy does not pool by site.
+        self.site_share: float | None = None
         # The μ the fit searches: from far slower than the horizon (such curves are flat
         # there, and the fit's coverage rule keeps it from extrapolating them) to so fast
         # that every click lands in a page's first bin.
@@ -194,15 +199,22 @@ class SourceLearner:
         fit = self._fit
         links, span = self.crawls.window(aware=censoring, floors=floors)
         horizon = self.clicks.bins * self.clicks.bin_width
+        long_run = self.crawls.long_run(aware=censoring)
+        lent: tuple[FloatArray, FloatArray] | None = None
+        if sites is not None:
+            lent_links, lent_span, self.site_share = site_pseudo_links(
+                *long_run, _site_rows(sites, n)
+            )
+            lent = (lent_links, lent_span)
         lam, prof, mu = apply_cold_start(
             links,
             span,
             fit,
             self.cold,
-            self.crawls.long_run(aware=censoring),
+            long_run,
             horizon=horizon,
             learned_priors=learned_priors,
-            site=None if sites is None else _site_rows(sites, n),
+            lent=lent,
         )
         known = getattr(self, "_mean_known", None)  # (learners saved before it existed)
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)

@@ -12,12 +12,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.estimators import DecayFit
 from scrapy_echo.model.learned_prior import OPTIMISM, posterior_rates
-from scrapy_echo.model.site_prior import site_pseudo_links
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ def apply_cold_start(
     horizon: float | None = None,
     *,
     learned_priors: bool = False,
-    site: NDArray[np.intp] | None = None,
+    lent: tuple[FloatArray, FloatArray] | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(λ, P, μ)`` for the solver: each source's evidence, smoothed toward priors.
 
@@ -100,9 +98,8 @@ def apply_cold_start(
     toward the pooled clicks per page (see :class:`ColdStart`); with ``learned_priors``, ``P``
     of a source with pages is instead an upper confidence value under the distribution of
     ``P`` learned from all sources (:func:`~scrapy_echo.model.learned_prior.posterior_rates`).
-    With ``site`` (each source's site index), the long-run rate also counts the
-    pseudo-links its siblings lend it, as far as sites tell rates apart
-    (:func:`~scrapy_echo.model.site_prior.site_pseudo_links`).
+    ``lent`` are pseudo-links and pseudo-seconds the long-run rate also counts (its site's:
+    :func:`~scrapy_echo.model.site_prior.site_pseudo_links`).
     """
     links = np.asarray(links, dtype=np.float64)
     span = np.asarray(span, dtype=np.float64)
@@ -117,9 +114,8 @@ def apply_cold_start(
     weight = cold.prior_links
     if long_run is not None and pooled > 0 and weight > 0:
         crawled = long_span > 0  # (its own seconds: what the pooled rate above counts)
-        if site is not None:
-            lent_links, lent_span, _ = site_pseudo_links(long_links, long_span, site)
-            long_links, long_span = long_links + lent_links, long_span + lent_span
+        if lent is not None:
+            long_links, long_span = long_links + lent[0], long_span + lent[1]
         lam_prior = (long_links + weight) / (long_span + weight / pooled)
         if learned_priors:  # the long-run rate's posterior under the sources' spread of rates
             learned_rate = _learned_long_run(
