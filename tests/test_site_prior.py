@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from scrapy_echo.core.hosts import SourceHosts
 from scrapy_echo.model.estimators import DecayFit
+from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.priors import ColdStart, apply_cold_start
 from scrapy_echo.model.site_prior import MAX_PSEUDO_LINKS, MIN_SOURCES, site_pseudo_links
 
@@ -57,7 +58,7 @@ def test_too_few_measured_sources_or_no_siblings_lend_nothing() -> None:
     assert rho == 0.0 and not extra_links.any()
 
 
-def test_a_new_section_of_a_busy_site_starts_at_its_sites_rate() -> None:
+def test_a_new_section_of_a_busy_site_starts_near_its_sites_rate() -> None:
     links, span, site, true = sites_that_matter()
     # One section of each site has not been crawled twice: no links or seconds of its own.
     fresh = np.arange(0, links.size, 4)
@@ -73,7 +74,7 @@ def test_a_new_section_of_a_busy_site_starts_at_its_sites_rate() -> None:
         pooled, _, _ = apply_cold_start(
             *window, fit, ColdStart(), (links, span), learned_priors=learned, lent=lent
         )
-        # Without the site, every fresh section gets one rate; with it, its site's.
+        # Without the site, every fresh section gets one rate; with it, near its site's.
         assert np.ptp(np.log(without[fresh])) < 0.5
         error_without = np.median(np.abs(np.log(without[fresh] / true[fresh])))
         error_pooled = np.median(np.abs(np.log(pooled[fresh] / true[fresh])))
@@ -116,8 +117,6 @@ def test_sources_on_one_registered_domain_share_a_site() -> None:
 
 
 def test_the_learner_pools_by_site_only_when_given_sites() -> None:
-    from scrapy_echo.model.learning import SourceLearner
-
     links, span, site, true = sites_that_matter()
     learner = SourceLearner(links.size + 1)  # one source more than the sites cover
     for source in range(links.size):
