@@ -139,8 +139,7 @@ class PlannerRound:
 
         def saved(held: bool) -> None:
             host.planner.save_seconds = time.monotonic() - started
-            if not held:
-                host.planner.step_down("another worker holds the lease")
+            # (Not held: the next poll steps down or takes the lease back; see _pushed.)
 
         def failed(failure: Any) -> None:
             # The state is still in memory: the next save tries again.
@@ -161,7 +160,12 @@ class PlannerRound:
     def _pushed(self, result: tuple[int, list[str]]) -> None:
         added, dead = result
         if added < 0:
-            self.host.planner.step_down("another worker holds the lease")
+            # Another worker holds the lease: it took over, or Redis lost its data and it
+            # took the empty lease before this planner's next renewal. That renewal tells
+            # the two apart (RENEW_SOLVER): it steps down, or takes the lease back with the
+            # only copy of the state. Stepping down here would lose that copy. The pages just
+            # refused are in queued_pages, queued again if it takes the lease back.
+            self.host.inc_stat("echo/redis/refused_not_holder")
         elif dead:
             self.host.planner.set_aside(dead, self.host.clock())
 
