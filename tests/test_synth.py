@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from scrapy_echo.sim.synth import DAY, SynthParams, synthesize
+from scrapy_echo.sim.synth import DAY, SynthParams, source_truth, synthesize
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +131,6 @@ def test_mirrors_list_all_of_their_sites_first_source_and_change_nothing_else() 
 
 
 def test_a_site_rate_factor_makes_a_sites_sources_publish_alike() -> None:
-    from scrapy_echo.sim.synth import source_truth
-
     plain = SynthParams(sources=800, days=3, seed=4)
     shared = replace(plain, site_rate_sigma=1.5, rate_sigma=0.5)
 

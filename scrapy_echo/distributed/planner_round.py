@@ -139,7 +139,7 @@ class PlannerRound:
 
         def saved(held: bool) -> None:
             host.planner.save_seconds = time.monotonic() - started
-            # (Not held: the next poll steps down or takes the lease back; see _pushed.)
+            # (Not held: its next renewal steps down or takes the lease back; see _pushed.)
 
         def failed(failure: Any) -> None:
             # The state is still in memory: the next save tries again.
