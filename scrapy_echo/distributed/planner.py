@@ -36,7 +36,6 @@ from scrapy_echo.core.events import (
 from scrapy_echo.distributed.clock import MAX_AHEAD
 from scrapy_echo.distributed.dedup import EventDedup
 from scrapy_echo.distributed.request_ids import (
-    REFRESH_PREFIX,
     kind_of,
     page_id,
     refresh_id,
@@ -233,7 +232,7 @@ class Planner:
         """Requests the queue refused: set aside in ``dead`` after crashing every worker that
         took them. A source's crawl counts as failed (its next try backs off, and enough in
         a row retire it), rather than going round the fleet again; a page is let go."""
-        sources = [rid for rid in rids if rid.startswith("s:")]
+        sources = [rid for rid in rids if kind_of(rid) == "source"]
         state = self.runtime.state
         urls = {source_id(status.url): status.url for status in state.sources} if sources else {}
         for rid in rids:
@@ -243,7 +242,7 @@ class Planner:
             if rid in urls:
                 self.scheduler.inc_stat("echo/planner/set_aside/source")
                 self.runtime.apply(SourceFailed(urls[rid], now, "set aside in dead"))
-        refetched = {rid for rid in rids if rid.startswith(REFRESH_PREFIX)}
+        refetched = {rid for rid in rids if kind_of(rid) == "refresh"}
         if refetched:  # the page leaves the lane: its id stays refused while in dead
             lane = state.refresh
             for page in [p for p, t in lane.pages.items() if refresh_id(t.url) in refetched]:

@@ -28,20 +28,29 @@ def request_id(request: Request) -> str:
 
 
 def kind_of(rid: str) -> str:
-    """What the planner queued under ``rid``: ``"source"``, ``"page"`` or ``"refresh"``."""
-    return "source" if rid.startswith("s:") else "page" if rid.startswith("p:") else "refresh"
+    """What ``rid`` was queued for: ``"source"``, ``"page"`` or ``"refresh"`` (the
+    planner's), else ``"plain"``."""
+    if rid.startswith("s:"):
+        return "source"
+    if rid.startswith("p:"):
+        return "page"
+    return "refresh" if rid.startswith(REFRESH_PREFIX) else "plain"
 
 
 def page_id(url: str) -> str:
-    return f"p:{fingerprint(canonical_url(url)):016x}"
+    return f"p:{_key(url)}"
 
 
 def refresh_id(url: str) -> str:
-    return f"{REFRESH_PREFIX}{fingerprint(canonical_url(url)):016x}"
+    return f"{REFRESH_PREFIX}{_key(url)}"
 
 
 def source_id(url: str) -> str:
-    return f"s:{fingerprint(canonical_url(url)):016x}"
+    return f"s:{_key(url)}"
+
+
+def _key(url: str) -> str:
+    return f"{fingerprint(canonical_url(url)):016x}"
 
 
 __all__ = ["REFRESH_PREFIX", "kind_of", "page_id", "refresh_id", "request_id", "source_id"]
