@@ -15,6 +15,8 @@ It lists the sources that list the same pages (seed 004's overlap; docs/how-it-w
 (the follower) credited to the other. And the hubs whose rate is at risk of an underestimate
 (docs/how-it-works.rst, "Hubs that show only their latest links"): their crawls found them
 overflowed, their latest links all new, and undated, so that the counts are only floors.
+Its rates are pooled by site as the crawl pools them, and it says how much of the spread of
+the sources' rates their sites explain (docs/how-it-works.rst, "Rates pooled by site").
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from scrapy_echo.core.hosts import SourceHosts
 from scrapy_echo.model.overlap import Overlap, OverlapBook
 from scrapy_echo.model.plan import Estimates, Plan
 from scrapy_echo.model.registry import make_policy
@@ -57,6 +60,7 @@ class Report:
             learned_priors=planner.learned_priors,
             censoring=planner.censoring_aware,
             floors=planner.counts_floors,
+            sites=SourceHosts().sites(snapshot["sources"]) if planner.pools_sites else None,
         )
         off = [i for i, s in enumerate(snapshot["sources"]) if s.retired or s.removed]
         if off:  # never crawled again: no share of the budget (as the crawl plans)
@@ -88,6 +92,8 @@ class Report:
             "overlapping_pairs": len(self.overlaps()),
             "overflowed_crawls": int(sum(self.overflows)),
             "rates_at_risk": int((self.floor_share > 0).sum()),
+            # (None: the policy does not pool rates by site)
+            "site_share": getattr(self.snapshot["learner"], "site_share", None),
         }
 
     @cached_property
@@ -150,9 +156,17 @@ class Report:
             f"{s['new_links']} new links; {s['waiting']} pages waiting; "
             f"{s['clicks_caught']:.1f} clicks caught\n"
             f"state saved {saved:%Y-%m-%d %H:%M:%S} UTC, {s['samples']} history samples"
+            + self._site_text(s["site_share"])
             + self._overlap_text()
             + self._risk_text()
         )
+
+    @staticmethod
+    def _site_text(share: float | None) -> str:
+        if share is None:
+            return ""
+        lent = "each source's rate borrows from its site's" if share > 0 else "none is pooled"
+        return f"\nsites explain {share:.0%} of the spread of the sources' rates: {lent}"
 
     def _risk_text(self) -> str:
         share = self.floor_share

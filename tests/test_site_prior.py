@@ -132,3 +132,37 @@ def test_the_learner_pools_by_site_only_when_given_sites() -> None:
     assert np.median(np.abs(np.log(pooled[fresh] / true[fresh]))) < 0.5
     assert np.median(np.abs(np.log(alone[fresh] / true[fresh]))) > 0.5
     assert pooled[-1] == alone[-1]  # the source the sites do not cover has no siblings
+
+
+def test_echo_report_pools_by_site_as_the_crawl_does_and_says_how_much() -> None:
+    from scrapy_echo.report import Report
+
+    links, span, site, _ = sites_that_matter()
+    learner = SourceLearner(links.size)
+    for source in range(links.size):
+        learner.record_crawl(source, 0.0, 0)
+        if source % 4:  # each site's first section is crawled once only
+            learner.record_crawl(source, float(span[source]), int(links[source]))
+    sources = [
+        SimpleNamespace(
+            url=f"https://s{i}.site{s}.com/", retired=False, removed=False, crawls=2, new_links=0
+        )
+        for i, s in enumerate(site)
+    ]
+    snapshot = {
+        "sources": sources,
+        "learner": learner,
+        "saved_at": 3 * DAY,
+        "crawled_pages": 0,
+        "frontier": [],
+    }
+    report = Report.from_snapshot(snapshot, policy="echo-newpages", budget=1.0)
+    crawl = learner.estimates(3 * DAY, learned_priors=True, censoring=True, sites=site)
+    np.testing.assert_allclose(report.estimates.link_rate, crawl.link_rate)
+    share = report.summary()["site_share"]
+    assert share is not None and share > 0.5
+    assert f"sites explain {share:.0%} of the spread" in report.summary_text()
+    paper = Report.from_snapshot(snapshot, policy="echo-paper", budget=1.0)
+    assert paper.summary()["site_share"] is None
+    assert "sites explain" not in paper.summary_text()
+    assert not np.allclose(paper.estimates.link_rate, crawl.link_rate)

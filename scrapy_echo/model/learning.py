@@ -201,6 +201,7 @@ class SourceLearner:
         horizon = self.clicks.bins * self.clicks.bin_width
         long_run = self.crawls.long_run(aware=censoring)
         lent: tuple[FloatArray, FloatArray] | None = None
+        self.site_share = None  # (a policy that stopped pooling reports none)
         if sites is not None:
             lent_links, lent_span, self.site_share = site_pseudo_links(
                 *long_run, _site_rows(sites, n)
