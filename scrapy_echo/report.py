@@ -45,6 +45,9 @@ class Report:
     estimates: Estimates
     plan: Plan
     budget: float
+    # Of the spread of the sources' rates, the share their sites explain, as this re-solve
+    # measured it (None: the policy does not pool rates by site).
+    site_share: float | None = None
 
     @classmethod
     def from_snapshot(
@@ -68,7 +71,7 @@ class Report:
             link_rate[off] = 0.0
             estimates = replace(estimates, link_rate=link_rate)
         plan = planner.replan(estimates, budget)
-        return cls(snapshot, estimates, plan, budget)
+        return cls(snapshot, estimates, plan, budget, snapshot["learner"].site_share)
 
     # -- figures ---------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -92,8 +95,7 @@ class Report:
             "overlapping_pairs": len(self.overlaps()),
             "overflowed_crawls": int(sum(self.overflows)),
             "rates_at_risk": int((self.floor_share > 0).sum()),
-            # (None: the policy does not pool rates by site)
-            "site_share": getattr(self.snapshot["learner"], "site_share", None),
+            "site_share": self.site_share,
         }
 
     @cached_property

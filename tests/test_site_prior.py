@@ -166,3 +166,4 @@ def test_echo_report_pools_by_site_as_the_crawl_does_and_says_how_much() -> None
     assert paper.summary()["site_share"] is None
     assert "sites explain" not in paper.summary_text()
     assert not np.allclose(paper.estimates.link_rate, crawl.link_rate)
+    assert report.summary()["site_share"] == share  # (its own, not the learner's latest)
