@@ -27,6 +27,7 @@ from twisted.internet.task import LoopingCall
 from scrapy_echo import source_control
 from scrapy_echo.busy_slots import BusySlots
 from scrapy_echo.callbacks import check_page_callback, source_seen
+from scrapy_echo.core.crawl import Dispatch, NewPage
 from scrapy_echo.core.events import SourceAdded
 from scrapy_echo.distributed.wire import RequestRules, decode_request, encode_request
 from scrapy_echo.echo_requests import refresh_request, source_request
@@ -93,7 +94,7 @@ class EchoScheduler(EchoComponent):
         self.dupefilter.open()
         restored = self.checkpointer.restore(spider)
         own = read_sources(getattr(spider, "echo_sources", ()))
-        self.state.add_sources(self.runtime.config.sources + own)
+        self.runtime.core.add_sources(self.runtime.config.sources + own)
         if not self.state.sources:
             logger.warning(
                 "ECHO has no sources: set ECHO_SOURCES or the spider's echo_sources; "
@@ -156,12 +157,7 @@ class EchoScheduler(EchoComponent):
             self.inc_stat("echo/scheduler/enqueued/page_followup")
             return True
         if isinstance(echo, dict) and echo.get("kind") == "page":
-            self.state.frontier.push(
-                int(echo["source"]),
-                request,
-                appeared=float(echo["appeared"]),
-                discovered=float(echo["discovered"]),
-            )
+            self.runtime.core.queue(NewPage.from_meta(echo, request.url), request)
             self.inc_stat("echo/scheduler/enqueued/page")
             return True
         if isinstance(echo, dict) and echo.get("kind") in ("source", "refresh"):
@@ -307,58 +303,38 @@ class EchoScheduler(EchoComponent):
         """The policy's choice as a request (``count``: as a request leaving this worker).
 
         ``polite``: only a request whose download slot is free (:mod:`scrapy_echo.politeness`);
-        the policy chooses among the sources whose slot is free, and a choice that lands on a
-        busy slot anyway (a page on another host than its source) is put back."""
+        the core dispatches among the sources whose slot is free, and a dispatch that lands on
+        a busy slot anyway (a page on another host than its source) is put back."""
         polite = polite and self.runtime.config.politeness
         if polite:
             blocked = self.busy.of_sources(self.state.sources)
         else:
             blocked = self.busy.blocked = None
-        for _ in range(_MAX_TRIES):
-            decision = self._choose(now, blocked)
-            if decision is None:
-                return None
-            source = decision.source
-            if decision.kind == "page":
-                waiting = self.state.frontier.pop(source)
-                request: Request = waiting.page  # type: ignore[assignment]
-                if self.state.already_fetched(request.url):
-                    # Another URL of this page (a redirect's target, its canonical link) was
-                    # fetched since it was queued: it is one page, fetched once.
-                    self.inc_stat("echo/pages/duplicate_skipped")
-                    continue
+        core = self.runtime.core
+        skipped = core.duplicates_skipped
+        try:
+            for _ in range(_MAX_TRIES):
+                dispatched = core.dispatch(now, blocked)
+                if dispatched is None:
+                    return None
+                request = self._request_for(dispatched)
                 if polite and not self._slot_free(self.politeness.slot_key(request)):
-                    self.state.frontier.push(
-                        source, request, appeared=waiting.appeared, discovered=waiting.discovered
-                    )
-                    blocked = self.busy.set_aside(source, len(self.state.sources))
+                    core.put_back(dispatched)
+                    blocked = self.busy.set_aside(dispatched.source, len(self.state.sources))
                     continue
                 if count:
-                    self.inc_stat("echo/scheduler/dequeued/page")
+                    self.inc_stat(f"echo/scheduler/dequeued/{dispatched.kind}")
                 return request
-            request = source_request(self.state.sources[source], source, self._source_callback)
-            if polite and not self._slot_free(self.politeness.slot_key(request)):
-                blocked = self.busy.set_aside(source, len(self.state.sources))
-                continue
-            self.state.source_dispatched(source, now)
-            if count:
-                self.inc_stat("echo/scheduler/dequeued/source")
-            return request
-        return None
-
-    def _choose(self, now: float, blocked: np.ndarray | None) -> Any:
-        """The policy's decision among the sources not ``blocked``: their pages are hidden
-        and they look just crawled."""
-        policy, frontier, last = self.runtime.policy, self.state.frontier, self.state.last_crawl
-        if blocked is None or not blocked.any():
-            return policy.choose(now, last, frontier)
-        masked = np.where(blocked, now, last)
-        frontier.hide(blocked)
-        try:
-            return policy.choose(now, masked, frontier)
+            return None
         finally:
-            frontier.hide(None)
-            policy.crawl_times_changed()  # its caches saw the masked crawl times
+            if core.duplicates_skipped > skipped:
+                self.inc_stat("echo/pages/duplicate_skipped", core.duplicates_skipped - skipped)
+
+    def _request_for(self, dispatched: Dispatch) -> Request:
+        if dispatched.page is not None:
+            return dispatched.page.page  # type: ignore[return-value]
+        source = dispatched.source
+        return source_request(self.state.sources[source], source, self._source_callback)
 
     def _nap(self, now: float) -> float:
         """Seconds until a source is due under the current plan (at most ``_MAX_NAP``);

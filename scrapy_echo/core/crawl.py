@@ -18,9 +18,10 @@ import logging
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from scrapy_echo.core.events import (
     ClicksArrived,
@@ -38,6 +39,7 @@ from scrapy_echo.core.hosts import SourceHosts
 from scrapy_echo.identity import fold_scheme
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.cycles import rate_factor
+from scrapy_echo.model.frontier import WaitingPage
 from scrapy_echo.model.limits import ScheduleLimits
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Decision, Policy
@@ -63,6 +65,19 @@ class NewPage:
     window: tuple[float, float]
     discovered: float
 
+    @classmethod
+    def from_meta(cls, echo: dict[str, Any], url: str) -> NewPage:
+        """The page a request for ``url`` says it is in ``meta["echo"]`` (:meth:`meta`)."""
+        window = echo.get("window") or (echo["discovered"], echo["discovered"])
+        return cls(
+            str(echo.get("page") or url),
+            int(echo["source"]),
+            str(echo.get("source_url", "")),
+            float(echo["appeared"]),
+            (float(window[0]), float(window[1])),
+            float(echo["discovered"]),
+        )
+
     def meta(self) -> dict[str, Any]:
         """What a page request carries in ``meta["echo"]``."""
         return {
@@ -74,6 +89,18 @@ class NewPage:
             "window": list(self.window),
             "discovered": self.discovered,
         }
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """What :meth:`CrawlCore.dispatch` hands out: a crawl of ``source`` itself, or
+    (``kind == "page"``) ``page``, the newest page waiting on it. ``previous`` is the
+    source's crawl time before this dispatch (what :meth:`CrawlCore.put_back` restores)."""
+
+    kind: Literal["source", "page"]
+    source: int
+    page: WaitingPage | None = None
+    previous: float = math.nan
 
 
 class CrawlCore:
@@ -89,6 +116,7 @@ class CrawlCore:
         # The refresh lane's slots: asked (capped, see next_refresh) and served.
         self._refresh_asks, self._refresh_served = 0.0, 0
         self.hosts = SourceHosts()
+        self.duplicates_skipped = 0  # waiting pages found fetched under another URL
         # Runs the state's upkeep at each re-plan: inline here (the simulator); a live crawl
         # puts the O(n) part on a thread so the reactor never waits for it.
         self.run_housekeeping: Callable[[Housekeeping], None] = run_inline
@@ -143,9 +171,7 @@ class CrawlCore:
                     backoff,
                 )
         elif isinstance(event, SourceAdded):
-            if state.revive(source):
-                self.policy.crawl_times_changed()  # due again: a crawl time went back
-                logger.info("ECHO source %s added again: crawled again", event.url)
+            self._revive(source, event.url)
         elif isinstance(event, SourceRemoved):
             if state.remove(source):
                 logger.info("ECHO source %s removed: no longer crawled", event.url)
@@ -155,6 +181,20 @@ class CrawlCore:
         else:
             raise TypeError(f"not an event: {event!r:.80}")
         return []
+
+    def add_sources(self, urls: Sequence[str]) -> list[int]:
+        """:class:`SourceAdded` for each of ``urls`` at once (the per-source tables grow once:
+        the starting sources, a batch pushed to Redis); their ids. A retired or removed one
+        comes back."""
+        ids = self.state.add_sources(urls)
+        for source, url in zip(ids, urls, strict=True):
+            self._revive(source, url)
+        return ids
+
+    def _revive(self, source: int, url: str) -> None:
+        if self.state.revive(source):
+            self.policy.crawl_times_changed()  # due again: a crawl time went back
+            logger.info("ECHO source %s added again: crawled again", url)
 
     @property
     def refreshing(self) -> bool:
@@ -294,15 +334,64 @@ class CrawlCore:
         )
 
     # -- decisions ---------------------------------------------------------------------------
-    def queue(self, page: NewPage, payload: Hashable) -> None:
-        """Put a new page's ``payload`` (a request, a page id) in the frontier."""
+    def queue(self, page: NewPage, payload: Hashable | None = None) -> None:
+        """Put a new page in the frontier: the page itself, or the ``payload`` a driver
+        keeps for it (the request a spider's middlewares made of it); either has its
+        ``url``."""
+        payload = page if payload is None else payload
         self.state.frontier.push(
             page.source, payload, appeared=page.appeared, discovered=page.discovered
         )
 
-    def choose(self, now: float) -> Decision | None:
-        """What the policy fetches next: a source, or a source's newest waiting page."""
-        return self.policy.choose(now, self.state.last_crawl, self.state.frontier)
+    def choose(self, now: float, blocked: NDArray[np.bool_] | None = None) -> Decision | None:
+        """What the policy would fetch next, changing nothing: a source, or a source's
+        newest waiting page. Sources ``blocked`` (their host is busy) are left out: their
+        pages are hidden and they look just crawled."""
+        policy, frontier, last = self.policy, self.state.frontier, self.state.last_crawl
+        if blocked is None or not blocked.any():
+            return policy.choose(now, last, frontier)
+        masked = last.copy()
+        masked[np.flatnonzero(blocked[: last.size])] = now
+        frontier.hide(blocked)
+        try:
+            return policy.choose(now, masked, frontier)
+        finally:
+            frontier.hide(None)
+            policy.crawl_times_changed()  # its caches saw the masked crawl times
+
+    def dispatch(self, now: float, blocked: NDArray[np.bool_] | None = None) -> Dispatch | None:
+        """The next crawl, taken: a source (its crawl time is now, so it is not chosen again
+        while under way) or its newest waiting page (off the frontier); ``None`` to leave the
+        slot idle. A page fetched meanwhile under another URL (a redirect's target, its
+        canonical link) is one page, fetched once: it is skipped. ``blocked`` as for
+        :meth:`choose`; a dispatch that cannot leave after all goes back by :meth:`put_back`."""
+        state = self.state
+        while True:
+            decision = self.choose(now, blocked)
+            if decision is None:
+                return None
+            source = decision.source
+            if decision.kind == "page":
+                waiting = state.frontier.pop(source)
+                url = getattr(waiting.page, "url", None)
+                if url is not None and state.already_fetched(url):
+                    self.duplicates_skipped += 1
+                    continue
+                return Dispatch("page", source, waiting)
+            previous = float(state.last_crawl[source])
+            state.source_dispatched(source, now)
+            return Dispatch("source", source, previous=previous)
+
+    def put_back(self, dispatched: Dispatch) -> None:
+        """Undo :meth:`dispatch`: the page waits again, the source is as due as it was."""
+        source, page = dispatched.source, dispatched.page
+        if page is not None:
+            self.state.frontier.push(
+                source, page.page, appeared=page.appeared, discovered=page.discovered
+            )
+            return
+        self.state.source_dispatched(source, dispatched.previous)
+        self.policy.crawl_times_changed()  # a crawl time went back
 
     def _rate_factor(self, now: float) -> FloatArray:
         """Each source's ``λ`` (over its window) to its weekly average, by the week's

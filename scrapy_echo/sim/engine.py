@@ -135,7 +135,7 @@ def simulate(
         f"https://h{hosts.setdefault(urlsplit(url).hostname or '', len(hosts))}.sim.invalid/s/{i}"
         for i, url in enumerate(trace.source_urls)
     ]
-    state.add_sources(source_urls)
+    core.add_sources(source_urls)
     page_urls = [f"{_PAGE_URL}{page}" for page in range(trace.n_pages)]
     page_ids = {url: page for page, url in enumerate(page_urls)}
     created = trace.page_created.tolist()
@@ -186,12 +186,12 @@ def simulate(
                     )
                 )
                 continue
-        decision = core.choose(now)
-        if decision is None:
+        dispatched = core.dispatch(now)
+        if dispatched is None:
             replay.idle_slots += 1
-        elif decision.kind == "page":
-            waiting = state.frontier.pop(decision.source)
-            page = int(waiting.page)  # type: ignore[call-overload]
+        elif dispatched.page is not None:
+            waiting = dispatched.page
+            page = page_ids[waiting.page.url]  # type: ignore[attr-defined]
             replay.page_crawls += 1
             replay.crawled[page] = now
             source_url = source_urls[waiting.source]
@@ -200,11 +200,10 @@ def simulate(
                 PageFetched(page_urls[page], source_url, waiting.appeared, now, digest=digest)
             )
         else:
-            source = decision.source
+            source = dispatched.source
             replay.source_crawls += 1
             crawls_per_source[source] += 1
             previous = state.sources[source].last_fetched  # NaN: never crawled
-            state.source_dispatched(source, now)
             if previous != previous:
                 shown = links.visible(source, now)
             else:
@@ -219,9 +218,8 @@ def simulate(
             else:
                 shown_urls = tuple([(page_urls[p], None) for p in shown])
             for new in core.apply(SourceFetched(source_urls[source], now, shown_urls)):
-                page = page_ids[new.url]
-                replay.discovered[page] = now
-                core.queue(new, page)
+                replay.discovered[page_ids[new.url]] = now
+                core.queue(new)
         if progress is not None and k % report_every == 0:
             progress(k / slots)
     if progress is not None:
