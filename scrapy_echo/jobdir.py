@@ -232,7 +232,7 @@ class Checkpointer:
                 aside,
             )
             return False
-        self.runtime.state = restored  # every component reads it through the runtime
+        self.runtime.core.reset(restored)  # every component reads it through the runtime
         self.scheduler.plain.extend(plain)
         saved.report(path, refused, self.runtime.crawler.stats)
         state = self.runtime.state

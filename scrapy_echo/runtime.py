@@ -76,22 +76,14 @@ class EchoRuntime:
         # Gives back the budget slot of a request that was never sent (robots.txt forbade it).
         self.refund: Callable[[], None] | None = None
 
-    # The core's parts, by their old names (every component reaches them through here).
+    # The core's parts, read-only here: only the core changes them (CrawlCore.reset).
     @property
     def state(self) -> CrawlState:
         return self.core.state
 
-    @state.setter
-    def state(self, state: CrawlState) -> None:
-        self.core.state = state
-
     @property
     def policy(self) -> Policy:
         return self.core.policy
-
-    @policy.setter
-    def policy(self, policy: Policy) -> None:
-        self.core.policy = policy
 
     @property
     def solves(self) -> int:

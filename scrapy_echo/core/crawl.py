@@ -121,6 +121,15 @@ class CrawlCore:
         # puts the O(n) part on a thread so the reactor never waits for it.
         self.run_housekeeping: Callable[[Housekeeping], None] = run_inline
 
+    def reset(self, state: CrawlState | None, policy: Policy | None = None) -> None:
+        """Start over from ``state`` (a restored one; ``None``: empty), with ``policy`` if
+        given (a planner taking over wants one with no plan of another state), as a resumed
+        crawl or a planner taking over or stepping down does."""
+        self.state = CrawlState(self.config) if state is None else state
+        if policy is not None:
+            self.policy = policy
+        self.policy.crawl_times_changed()  # its caches knew other crawl times
+
     # -- observations ----------------------------------------------------------------------
     def apply(self, event: Event) -> list[NewPage]:
         """Change the state by one observation; the new pages a source crawl revealed."""
@@ -221,6 +230,12 @@ class CrawlCore:
         """A page :meth:`next_refresh` gave could not leave now: due again at ``when``."""
         self._refresh_served -= 1
         self.state.refresh.put_back(page, when)
+
+    def stop_refreshing(self, pages: Sequence[str]) -> None:
+        """Take ``pages`` (keys) out of the refresh lane: never fetched again."""
+        lane = self.state.refresh
+        for page in pages:
+            lane.pages.pop(page, None)
 
     def source_signalled(self, source: int, t: float) -> None:
         """A change-indicating signal named ``source`` at ``t`` (docs/how-it-works.rst,

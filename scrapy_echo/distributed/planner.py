@@ -185,19 +185,21 @@ class Planner:
             self.scheduler.count_rejected("snapshot_request", loaded.refused)
         if loaded.dedup_error is not None:
             self.scheduler.count_rejected("snapshot_event_numbers", message=loaded.dedup_error)
-        fresh = loaded.state if loaded.state is not None else CrawlState(self.config)
         self.last_event, self.dedup = loaded.last_event, loaded.dedup
         feeds = loaded.feeds if isinstance(loaded.feeds, dict) else {}
         # (A fresh state has counted no click: every feed from the top.)
         self.runtime.restore_feeds(feeds if loaded.state is not None else {})
-        self.runtime.state = fresh
+        # A fresh policy: it must hold no caches of another state.
+        self.runtime.core.reset(loaded.state, make_policy(self.config.policy))
+        fresh = self.runtime.state
         spider = self.scheduler.spider
-        fresh.add_sources(self.config.sources + read_sources(getattr(spider, "echo_sources", ())))
+        self.runtime.core.add_sources(
+            self.config.sources + read_sources(getattr(spider, "echo_sources", ()))
+        )
         self.runtime.holds_state = True
         self.outstanding.clear()
         self.queued_pages.clear()
         self._requeue.clear()
-        self.runtime.policy = make_policy(self.config.policy)  # no caches of another state
         self._saved_at = _SNAPSHOT_NEVER
         self.renewed_at = self.runtime.clock()
         logger.info(
@@ -244,10 +246,10 @@ class Planner:
                 self.runtime.apply(SourceFailed(urls[rid], now, "set aside in dead"))
         refetched = {rid for rid in rids if kind_of(rid) == "refresh"}
         if refetched:  # the page leaves the lane: its id stays refused while in dead
-            lane = state.refresh
-            for page in [p for p, t in lane.pages.items() if refresh_id(t.url) in refetched]:
-                del lane.pages[page]
-                self.scheduler.inc_stat("echo/planner/set_aside/refresh")
+            pages = [p for p, t in state.refresh.pages.items() if refresh_id(t.url) in refetched]
+            self.runtime.core.stop_refreshing(pages)
+            if pages:
+                self.scheduler.inc_stat("echo/planner/set_aside/refresh", len(pages))
         self.scheduler.inc_stat("echo/planner/set_aside", len(rids))
 
     def step_down(self, why: str) -> None:
@@ -256,7 +258,7 @@ class Planner:
         self.term = 0
         self.loading = False
         self.runtime.holds_state = False
-        self.runtime.state = CrawlState(self.config)
+        self.runtime.core.reset(None, make_policy(self.config.policy))
 
     # -- one round -------------------------------------------------------------------------
     def apply(self, events: list[tuple[str, bytes]], sources: list[bytes], now: float) -> None:
@@ -288,13 +290,15 @@ class Planner:
                 continue
             for page in pages:
                 self.runtime.core.queue(page, self.runtime.page_request(page))
+        pushed = []
         for raw in sources:
             try:
                 (url,) = read_sources([raw.decode()])
             except Exception as exc:  # NotConfigured, UnicodeDecodeError
                 self.scheduler.count_rejected("bad_source", message=f"pushed source: {exc}")
                 continue
-            self.runtime.state.add_source(url)
+            pushed.append(url)
+        self.runtime.core.add_sources(pushed)  # (a retired or removed one comes back)
 
     def _dated(self, event: Event, now: float) -> Event:
         """``event`` with a time from the future (past :data:`.clock.MAX_AHEAD`) set to
