@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from scrapy_echo.model.echo_newpages import EchoNewPages
 from scrapy_echo.model.registry import make_policy
-from scrapy_echo.sim.engine import SimSettings, simulate
+from scrapy_echo.sim.engine import PAPER_SETUP, SimSettings, simulate
 from scrapy_echo.sim.results import score, upper_bound
 from scrapy_echo.sim.synth import SynthParams, synthesize
 from scrapy_echo.sim.trace import load_trace, write_trace
@@ -55,7 +55,7 @@ def replay(job: tuple[Path, str, float]) -> float:
     path, policy, rate = job
     trace = load_trace(path)
     chosen = make_policy("echo-newpages") if policy == POLICIES[0] else PapersCount()
-    result = simulate(trace, chosen, SimSettings(crawl_rate=rate))
+    result = simulate(trace, chosen, SimSettings(crawl_rate=rate, **PAPER_SETUP))
     bound, _ = upper_bound(trace)
     return 100.0 * score(trace, result, bound=bound).fraction_of_upper_bound
 

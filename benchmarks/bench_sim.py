@@ -13,7 +13,7 @@ import argparse
 import time
 
 from scrapy_echo.model.registry import make_policy
-from scrapy_echo.sim.engine import SimSettings, simulate
+from scrapy_echo.sim.engine import PAPER_SETUP, SimSettings, simulate
 from scrapy_echo.sim.results import score, upper_bound
 from scrapy_echo.sim.synth import SynthParams, synthesize
 
@@ -32,7 +32,9 @@ def main() -> None:
     times = {}
     for name in args.policies.split(","):
         started = time.perf_counter()
-        replay = simulate(trace, make_policy(name), SimSettings(crawl_rate=args.rate))
+        replay = simulate(
+            trace, make_policy(name), SimSettings(crawl_rate=args.rate, **PAPER_SETUP)
+        )
         times[name] = time.perf_counter() - started
         result = score(trace, replay, bound=bound)
         slots = replay.source_crawls + replay.page_crawls + replay.idle_slots

@@ -17,62 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 
-from scrapy_echo.identity import DEFAULT_STRIP_PARAMS, PageIdentity, SameSite, load_normalizer
+from scrapy_echo.core.defaults import DEFAULTS
+from scrapy_echo.identity import PageIdentity, SameSite, load_normalizer
 from scrapy_echo.model.registry import POLICIES
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-DEFAULTS: dict[str, Any] = {
-    "ECHO_ENABLED": True,
-    "ECHO_CRAWL_RATE": None,  # pages/s; None: the measured throughput
-    "ECHO_POLICY": "echo-newpages",
-    "ECHO_SOURCES": [],  # URLs, or a path to a file of URLs (one per line, # comments)
-    "ECHO_CLICK_FEED": None,  # path to a JSON Lines or CSV click feed
-    "ECHO_SIGNAL_FEED": None,  # path to a JSON Lines or CSV feed of change signals
-    "ECHO_SIGNAL_POLL_INTERVAL": 5.0,  # s between reads of the signal feed (and Redis stream)
-    "ECHO_RESOLVE_INTERVAL": 1800.0,  # s between re-solves of the intervals
-    "ECHO_CLICK_PUSH_PERIOD": 3600.0,  # s between reads of the click feed
-    "ECHO_CLICK_BIN": 1200.0,  # s per age bin of the click-decay fit
-    "ECHO_CLICK_BINS": 72,  # age bins fitted
-    "ECHO_HISTORY_SIZE": 7,  # crawls of a source behind its new-link rate
-    "ECHO_DEFAULT_PROFIT": 1.0,  # expected clicks of a page from a source without click data
-    "ECHO_DEFAULT_HALF_LIFE": 6 * 3600.0,  # s a page's value halves in, without click data
-    "ECHO_SITE_WEIGHTS": {},  # site or host -> weight of its pages' value (1 if not named)
-    "ECHO_SITE_SCORES": None,  # echo-rank-sites' CSV: each site's score scales its cold start
-    "ECHO_CHECKPOINT_INTERVAL": 60.0,  # s between JOBDIR checkpoints
-    "ECHO_PLAIN_SHARE": 0.5,  # share of slots for the spider's own requests while ECHO has work
-    "ECHO_REFRESH_SHARE": 0.05,  # most of the budget spent refetching pages that may have changed
-    "ECHO_REFRESH_STALE_COST": 1.0,  # what a click on a stale copy loses (1: the whole click)
-    "ECHO_REFRESH_PRIOR_PERIOD": 207_000.0,  # s between a page's changes before any refetch
-    "ECHO_FAILURE_BACKOFF": 60.0,  # s a failing source waits, doubled per failure in a row
-    "ECHO_FAILURE_BACKOFF_MAX": 6 * 3600.0,
-    "ECHO_SOURCE_MAX_FAILURES": 10,  # failures in a row that retire a source
-    "ECHO_BACKLOG": "crawl",  # "crawl" or "skip": what a source lists at its first crawl
-    "ECHO_MIN_INTERVAL": 0.0,  # s: no source is planned more often (echo-newpages)
-    "ECHO_MAX_INTERVAL": None,  # s: every source is crawled at least this often (None: no bound)
-    "ECHO_SEEN_TTL": 30 * 86400.0,  # s a link or fetched page is remembered unseen (0: ever)
-    "ECHO_POLITENESS": True,  # hand the engine only requests whose download slot is free
-    "ECHO_SAME_SITE": True,  # a source yields links of its own site (and ECHO_ALLOWED_HOSTS)
-    "ECHO_ALLOWED_HOSTS": [],  # further hosts (or registered domains) any source may link to
-    "ECHO_STRIP_PARAMS": list(DEFAULT_STRIP_PARAMS),  # query parameters that name no page
-    "ECHO_URL_NORMALIZER": None,  # dotted path to a function url -> url, the user's rule
-    "ECHO_MAX_LINKS_PER_SOURCE": 2000,  # links read from one source response
-    "ECHO_PAGE_CALLBACK": "parse",  # spider method new pages go to (its echo_page_callback wins)
-    "ECHO_DEBUG": False,  # log every decision and every new page
-    "ECHO_LOG_INTERVAL": 60.0,  # s between ECHO's status lines (and stats)
-    # Distributed mode (on when REDIS_URL is set; see docs/distributed.rst)
-    "ECHO_REDIS_KEY_PREFIX": "echo",  # keys are {<prefix>:<spider name>}:<name>
-    "ECHO_REDIS_LEASE_TIMEOUT": 60.0,  # s a leased request is held without renewal
-    "ECHO_REDIS_SOLVER_LEASE": 15.0,  # s the planner's lease lasts without renewal
-    "ECHO_REDIS_SNAPSHOT_INTERVAL": 10.0,  # s between saves of the planner's state
-    "ECHO_REDIS_PREFETCH": 4,  # requests a worker holds ready for its engine
-    "ECHO_REDIS_QUEUE_AHEAD": 2.0,  # s of budget the planner keeps queued
-    "ECHO_REDIS_DUPEFILTER_TTL": 7 * 86400.0,  # s a done page or request is remembered
-    "ECHO_REDIS_POLL_INTERVAL": 0.1,  # s between a worker's round trips to Redis
-    "ECHO_REDIS_MAX_ATTEMPTS": 5,  # leases of a request before it is set aside as dead
-    "ECHO_REDIS_META_ALLOW": [],  # meta keys a request from Redis may carry, beyond ECHO's list
-}
 
 
 @dataclass(frozen=True)

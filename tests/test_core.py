@@ -22,8 +22,9 @@ from scrapy_echo.state import fingerprint
 HUB = "http://a.test/"
 
 
-def core() -> CrawlCore:
-    return CrawlCore(SimSettings(crawl_rate=1.0), make_policy("echo-newpages"))
+def core(backlog: str = "skip") -> CrawlCore:
+    """A core whose sources' first crawls only record what they list (``ECHO_BACKLOG``)."""
+    return CrawlCore(SimSettings(crawl_rate=1.0, backlog=backlog), make_policy("echo-newpages"))
 
 
 def fetched(t: float, *links: str | tuple[str, float]) -> SourceFetched:

@@ -69,7 +69,8 @@ def test_invariants(small_trace: Trace, name: str) -> None:
     rate = 0.01
     replay = simulate(small_trace, make_policy(name), SimSettings(crawl_rate=rate))
     slots = math.floor(small_trace.duration * rate)
-    assert replay.source_crawls + replay.page_crawls + replay.idle_slots == slots
+    refetches = len(replay.refetches)  # (the refresh lane's slots: the crawl's default)
+    assert replay.source_crawls + replay.page_crawls + replay.idle_slots + refetches == slots
     crawled = ~np.isnan(replay.crawled)
     assert crawled.sum() == replay.page_crawls  # no page crawled twice
     assert np.all(replay.crawled[crawled] >= replay.discovered[crawled])

@@ -237,13 +237,9 @@ class CrawlCore:
         for page in pages:
             lane.pages.pop(page, None)
 
-    def source_signalled(self, source: int, t: float) -> None:
-        """A change-indicating signal named ``source`` at ``t`` (docs/how-it-works.rst,
-        "Change-indicating signals")."""
-        self.state.signals.add(source, t)
-
     def signal(self, url: str, t: float) -> str:
-        """A signal naming ``url`` at ``t``: a source, or a page found on one (its source is
+        """A change-indicating signal naming ``url`` at ``t`` (docs/how-it-works.rst,
+        "Change-indicating signals"): a source, or a page found on one (its source is
         signalled). What became of it: ``"source"``, ``"page"``, ``"stale"`` (from before
         the source's last crawl, which saw that change already: seed 002's guard against
         late signals), ``"inactive"`` (a retired or removed source) or ``"unmatched"``."""
@@ -265,7 +261,7 @@ class CrawlCore:
         last = status.last_fetched
         if not math.isnan(last) and t <= last:
             return "stale"
-        self.source_signalled(source, t)
+        self.state.signals.add(source, t)
         return how
 
     def add_clicks(

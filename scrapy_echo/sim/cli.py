@@ -15,7 +15,7 @@ from typing import Any
 from scrapy_echo.model.registry import POLICIES, make_policy
 from scrapy_echo.sim.ceiling import Ceiling, ceiling, hindsight_estimates
 from scrapy_echo.sim.cli_output import Progress, write_plots
-from scrapy_echo.sim.engine import Replay, SimSettings, simulate
+from scrapy_echo.sim.engine import PAPER_SETUP, Replay, SimSettings, simulate
 from scrapy_echo.sim.freshness import freshness
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.rates import rate_errors
@@ -189,6 +189,7 @@ def _replay(trace: Trace, name: str, rate: float, args: argparse.Namespace) -> R
         signals=not args.no_signals,
         refresh_share=args.refresh_share,
         refresh_stale_cost=args.refresh_stale_cost,
+        backlog=args.backlog,
     )
     started = time.monotonic()
     bar = Progress(f"{name} @ {rate:g}/s")
@@ -332,8 +333,16 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--refresh-share",
             type=float,
-            default=0.0,
-            help="the refresh lane's share of the budget, as ECHO_REFRESH_SHARE (0: none)",
+            default=PAPER_SETUP["refresh_share"],
+            help="the refresh lane's share of the budget, as ECHO_REFRESH_SHARE (0: none, the "
+            "paper's set-up; the crawl's default is 0.05)",
+        )
+        p.add_argument(
+            "--backlog",
+            choices=("skip", "crawl"),
+            default=PAPER_SETUP["backlog"],
+            help="what a source lists at its first crawl, as ECHO_BACKLOG (skip: old, the "
+            "paper's set-up; the crawl's default is crawl)",
         )
         p.add_argument(
             "--refresh-stale-cost",

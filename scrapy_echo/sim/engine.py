@@ -31,11 +31,13 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
 from scrapy_echo.core.crawl import CrawlCore
+from scrapy_echo.core.defaults import DEFAULTS
 from scrapy_echo.core.events import PageFetched, SourceFetched
 from scrapy_echo.identity import PageIdentity
 from scrapy_echo.model.curves import FloatArray
@@ -47,37 +49,47 @@ from scrapy_echo.sim.trace import Trace
 _PAGE_URL = "https://sim.invalid/p/"
 
 
+def _default(setting: str) -> Any:
+    return DEFAULTS[setting]
+
+
+# The paper's set-up (Lefortier et al.): no refresh lane, and what a source lists at its first
+# crawl is old. The ``sim`` commands and the benchmarks replay it (docs/simulator.rst).
+PAPER_SETUP: dict[str, Any] = {"refresh_share": 0.0, "backlog": "skip"}
+
+
 @dataclass(frozen=True)
 class SimSettings:
     """How the simulated crawler runs: the crawl settings of the same names (``ECHO_*``,
-    docs/reference.rst), with the paper's values as defaults."""
+    docs/reference.rst), with the crawl's defaults (``SimSettings(rate, **PAPER_SETUP)``
+    for the paper's set-up)."""
 
     crawl_rate: float  # crawls per second, sources and pages together
-    resolve_interval: float = 1800.0  # seconds between re-solves of the intervals
-    click_push_period: float = 3600.0  # seconds between deliveries of the click log
-    history_size: int = 7  # crawls of a source behind its λ estimate
-    click_bin: float = 1200.0  # seconds per age bin of the click fit
-    click_bins: int = 72  # age bins fitted (a day at 20 min)
-    default_profit: float = 1.0  # P of a source before any click data
-    default_half_life: float = 6 * 3600.0  # s the value of a page halves in, before click data
+    resolve_interval: float = _default("ECHO_RESOLVE_INTERVAL")  # s between re-solves
+    click_push_period: float = _default("ECHO_CLICK_PUSH_PERIOD")  # s between click deliveries
+    history_size: int = _default("ECHO_HISTORY_SIZE")  # crawls of a source behind its λ
+    click_bin: float = _default("ECHO_CLICK_BIN")  # seconds per age bin of the click fit
+    click_bins: int = _default("ECHO_CLICK_BINS")  # age bins fitted
+    default_profit: float = _default("ECHO_DEFAULT_PROFIT")  # P before any click data
+    default_half_life: float = _default("ECHO_DEFAULT_HALF_LIFE")  # s, before click data
     site_weights: dict[str, float] = field(default_factory=dict, compare=False)
     site_scores: dict[str, float] = field(default_factory=dict, compare=False)
     # False: the crawler gets no click log (a monitor without a click feed)
     clicks: bool = True
     # False: the crawler gets none of the trace's change-indicating signals
     signals: bool = True
-    failure_backoff: float = 60.0  # (sources never fail in a replay)
-    failure_backoff_max: float = 6 * 3600.0
-    source_max_failures: int = 10
+    failure_backoff: float = _default("ECHO_FAILURE_BACKOFF")  # (sources never fail here)
+    failure_backoff_max: float = _default("ECHO_FAILURE_BACKOFF_MAX")
+    source_max_failures: int = _default("ECHO_SOURCE_MAX_FAILURES")
     # The refresh lane's share of the budget (0: none, the paper) and what a click on a
     # stale copy loses (ECHO_REFRESH_SHARE, ECHO_REFRESH_STALE_COST).
-    refresh_share: float = 0.0
-    refresh_stale_cost: float = 1.0
-    refresh_prior_period: float = 207_000.0  # s: seed 003's prior, 57.5 h
-    backlog: str = "skip"  # a replay starts with empty sources: nothing listed is old
-    min_interval: float = 0.0  # seconds; bounds of every source's interval (echo-newpages)
-    max_interval: float = math.inf
-    seen_ttl: float = 30 * 86400.0  # seconds a link is remembered unseen, as ECHO_SEEN_TTL
+    refresh_share: float = _default("ECHO_REFRESH_SHARE")
+    refresh_stale_cost: float = _default("ECHO_REFRESH_STALE_COST")
+    refresh_prior_period: float = _default("ECHO_REFRESH_PRIOR_PERIOD")
+    backlog: str = _default("ECHO_BACKLOG")  # "skip": what a first crawl lists is old
+    min_interval: float = _default("ECHO_MIN_INTERVAL")  # s; bounds of every source's interval
+    max_interval: float = math.inf  # (ECHO_MAX_INTERVAL's None: no bound)
+    seen_ttl: float = _default("ECHO_SEEN_TTL")  # s a link is remembered unseen
     # True: the click log has every click of a crawled page, also those before the crawl
     # (site analytics). False: only clicks after the crawl (a search engine's own log: a page
     # it has not indexed gets no clicks from it).
@@ -159,7 +171,7 @@ def simulate(
     for k in range(slots):
         now = k * slot
         if now >= signals.next_at:
-            signals.deliver(core, now)
+            signals.deliver(core, now, source_urls)
         if now >= next_push:
             if settings.clicks:
                 _push_clicks(core, clicks.until(next_push), replay, settings, page_urls)
@@ -268,10 +280,11 @@ class _Signals:
         self.position = 0
         self.next_at = self.ts[0] if self.ts else math.inf
 
-    def deliver(self, core: CrawlCore, now: float) -> None:
+    def deliver(self, core: CrawlCore, now: float, source_urls: list[str]) -> None:
+        # As a live crawl takes them: one from before the source's last crawl is stale.
         ts, at = self.ts, self.position
         while at < len(ts) and ts[at] <= now:
-            core.source_signalled(self.source[at], ts[at])
+            core.signal(source_urls[self.source[at]], ts[at])
             at += 1
         self.position = at
         self.next_at = ts[at] if at < len(ts) else math.inf
