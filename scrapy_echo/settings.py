@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 
-
 @dataclass(frozen=True)
 class EchoConfig:
     """The parsed ``ECHO_*`` settings (see :data:`DEFAULTS` for what each means)."""
