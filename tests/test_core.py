@@ -186,3 +186,50 @@ def test_a_state_from_before_scheme_folding_finds_its_http_links_seen() -> None:
         0, 10.0, ["http://a.test/old", "https://a.test/new", "http://a.test/n2"]
     )
     assert new == ["https://a.test/new", "http://a.test/n2"]
+
+
+def test_dispatch_takes_a_source_and_put_back_makes_it_as_due_as_before() -> None:
+    c = core()
+    c.add_sources([HUB, "http://b.test/"])
+    c.replan(0.0, budget=1.0)
+    first = c.dispatch(10.0)
+    assert first is not None and first.kind == "source" and math.isnan(first.previous)
+    assert c.state.last_crawl[first.source] == 10.0  # under way: not chosen again
+    second = c.dispatch(10.0)
+    assert second is not None and second.source != first.source
+    c.put_back(second)
+    assert math.isnan(c.state.last_crawl[second.source])
+    again = c.dispatch(10.0)
+    assert again is not None and again.source == second.source
+
+
+def test_dispatch_leaves_blocked_sources_out_and_pops_their_pages_never() -> None:
+    c = core()
+    c.add_sources([HUB, "http://b.test/"])
+    c.apply(fetched(100.0))
+    (page,) = c.apply(fetched(200.0, HUB + "p"))
+    c.queue(page)
+    c.replan(200.0, budget=1.0)
+    blocked = np.array([True, False])  # the hub's host is busy
+    dispatched = c.dispatch(201.0, blocked)
+    assert dispatched is not None and (dispatched.kind, dispatched.source) == ("source", 1)
+    assert len(c.state.frontier) == 1  # the hub's page still waits
+    assert c.state.last_crawl[1] == 201.0 and math.isnan(c.state.last_crawl[0])
+    page_out = c.dispatch(202.0)
+    assert page_out is not None and page_out.page is not None
+    assert page_out.page.page == page  # the frontier holds the page itself
+    c.put_back(page_out)
+    assert len(c.state.frontier) == 1
+
+
+def test_dispatch_skips_a_page_fetched_meanwhile_under_another_url() -> None:
+    c = core()
+    c.apply(fetched(100.0))
+    (page,) = c.apply(fetched(200.0, HUB + "a"))
+    c.queue(page)
+    # Another URL redirected to "a" and was fetched: the waiting "a" is that page.
+    c.apply(PageFetched(HUB + "c", HUB, 190.0, 205.0, aliases=(HUB + "a",)))
+    c.replan(210.0, budget=1.0)
+    dispatched = c.dispatch(211.0)
+    assert dispatched is None or dispatched.kind == "source"
+    assert len(c.state.frontier) == 0 and c.duplicates_skipped == 1

@@ -231,7 +231,7 @@ class CrawlCore:
         self._refresh_served -= 1
         self.state.refresh.put_back(page, when)
 
-    def stop_refreshing(self, pages: Sequence[str]) -> None:
+    def stop_refreshing(self, pages: Sequence[Hashable]) -> None:
         """Take ``pages`` (keys) out of the refresh lane: never fetched again."""
         lane = self.state.refresh
         for page in pages:

@@ -137,26 +137,22 @@ def simulate(
     settings: SimSettings,
     *,
     progress: Callable[[float], None] | None = None,
+    decisions: list[tuple[float, str, str]] | None = None,
 ) -> Replay:
-    """Run ``policy`` over ``trace``; ``progress`` gets the fraction done now and then."""
-    links = LinkIndex(trace)
+    """Run ``policy`` over ``trace``; ``progress`` gets the fraction done now and then, and
+    ``decisions``, if given, each slot's fetch as ``(time, kind, url)`` (kind ``"source"``,
+    ``"page"`` or ``"refresh"``)."""
+    web = TraceWeb(trace)
     core = CrawlCore(settings, policy)
     state = core.state  # (a replay never replaces it; locals keep the loop lean)
-    hosts: dict[str, int] = {}
-    source_urls = [
-        f"https://h{hosts.setdefault(urlsplit(url).hostname or '', len(hosts))}.sim.invalid/s/{i}"
-        for i, url in enumerate(trace.source_urls)
-    ]
+    source_urls, page_urls, page_ids = web.source_urls, web.page_urls, web.page_ids
     core.add_sources(source_urls)
-    page_urls = [f"{_PAGE_URL}{page}" for page in range(trace.n_pages)]
-    page_ids = {url: page for page, url in enumerate(page_urls)}
-    created = trace.page_created.tolist()
     replay = Replay(
         policy.name, settings, np.full(trace.n_pages, np.nan), np.full(trace.n_pages, np.nan)
     )
     replay.crawls_per_source = crawls_per_source = [0] * trace.n_sources
     replay.core = core
-    clicks = _ClickLog(trace)
+    clicks = ClickLog(trace)
     if isinstance(policy, GreedyOracle):
         policy.attach(trace, replay.discovered)
 
@@ -167,7 +163,6 @@ def simulate(
     report_every = max(1, slots // 200)
     signals = _Signals(trace if settings.signals else None)
     refreshing = core.refreshing
-    versions = _Versions(trace)
     for k in range(slots):
         now = k * slot
         if now >= signals.next_at:
@@ -187,13 +182,15 @@ def simulate(
                 page = page_ids[key]
                 source = state.refresh.source_of(key)
                 replay.refetches.append((page, now))
+                if decisions is not None:
+                    decisions.append((now, "refresh", key))
                 core.apply(
                     PageFetched(
                         page_urls[page],
                         source_urls[source or 0],
-                        created[page],
+                        web.created[page],
                         now,
-                        digest=versions.digest(page, now),
+                        digest=web.digest(page, now),
                         refresh=True,
                     )
                 )
@@ -203,33 +200,25 @@ def simulate(
             replay.idle_slots += 1
         elif dispatched.page is not None:
             waiting = dispatched.page
-            page = page_ids[waiting.page.url]  # type: ignore[attr-defined]
+            url = waiting.page.url  # type: ignore[attr-defined]
+            page = page_ids[url]
             replay.page_crawls += 1
             replay.crawled[page] = now
-            source_url = source_urls[waiting.source]
-            digest = versions.digest(page, now) if refreshing else None
+            if decisions is not None:
+                decisions.append((now, "page", url))
+            digest = web.digest(page, now) if refreshing else None
             core.apply(
-                PageFetched(page_urls[page], source_url, waiting.appeared, now, digest=digest)
+                PageFetched(url, source_urls[waiting.source], waiting.appeared, now, digest=digest)
             )
         else:
             source = dispatched.source
             replay.source_crawls += 1
             crawls_per_source[source] += 1
+            if decisions is not None:
+                decisions.append((now, "source", source_urls[source]))
             previous = state.sources[source].last_fetched  # NaN: never crawled
-            if previous != previous:
-                shown = links.visible(source, now)
-            else:
-                shown = links.appeared_between(source, previous, now)
-                survivor = links.newest_before(source, previous, now)
-                if survivor is not None:
-                    shown.append(survivor)
-            if not shown:
-                shown_urls: tuple[tuple[str, float | None], ...] = ()
-            elif trace.dated(source):
-                shown_urls = tuple([(page_urls[p], created[p]) for p in shown])
-            else:
-                shown_urls = tuple([(page_urls[p], None) for p in shown])
-            for new in core.apply(SourceFetched(source_urls[source], now, shown_urls)):
+            shown = web.shown(source, previous, now)
+            for new in core.apply(SourceFetched(source_urls[source], now, shown)):
                 replay.discovered[page_ids[new.url]] = now
                 core.queue(new)
         if progress is not None and k % report_every == 0:
@@ -237,6 +226,55 @@ def simulate(
     if progress is not None:
         progress(1.0)
     return replay
+
+
+class TraceWeb:
+    """The trace as the web a crawler sees: URLs for its sources and pages, what a source
+    shows when crawled, and a page's content digest at a time.
+
+    Sources and pages get URLs (``https://h<host>.sim.invalid/s/<id>``, the host numbered
+    after the trace's URL of the source, and ``https://sim.invalid/p/<id>``)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.links = LinkIndex(trace)
+        hosts: dict[str, int] = {}
+        self.source_urls = [
+            f"https://h{hosts.setdefault(urlsplit(url).hostname or '', len(hosts))}"
+            f".sim.invalid/s/{i}"
+            for i, url in enumerate(trace.source_urls)
+        ]
+        self.page_urls = [f"{_PAGE_URL}{page}" for page in range(trace.n_pages)]
+        self.page_ids = {url: page for page, url in enumerate(self.page_urls)}
+        self.created = trace.page_created.tolist()
+        self._versions = _Versions(trace)
+
+    def shown(
+        self, source: int, previous: float, now: float
+    ) -> tuple[tuple[str, float | None], ...]:
+        """What a crawl of ``source`` at ``now`` reports, its previous crawl at ``previous``
+        (NaN: never): the links that appeared since, and the newest still shown from before
+        (all it shows, at a first crawl), each with its stated time if the listing is
+        dated."""
+        links = self.links
+        if previous != previous:
+            shown = links.visible(source, now)
+        else:
+            shown = links.appeared_between(source, previous, now)
+            survivor = links.newest_before(source, previous, now)
+            if survivor is not None:
+                shown.append(survivor)
+        if not shown:
+            return ()
+        page_urls = self.page_urls
+        if self.trace.dated(source):
+            created = self.created
+            return tuple([(page_urls[p], created[p]) for p in shown])
+        return tuple([(page_urls[p], None) for p in shown])
+
+    def digest(self, page: int, now: float) -> str:
+        """``page``'s content at ``now``: how many of its updates came by then."""
+        return self._versions.digest(page, now)
 
 
 def _push_clicks(
@@ -290,7 +328,7 @@ class _Signals:
         self.next_at = ts[at] if at < len(ts) else math.inf
 
 
-class _ClickLog:
+class ClickLog:
     """The trace's clicks, handed out in time order, one push at a time."""
 
     def __init__(self, trace: Trace) -> None:
