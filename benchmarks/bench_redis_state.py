@@ -58,7 +58,7 @@ def upload(store: RedisStore, captured: snapshots.Captured) -> tuple[bool, int]:
 
 def rebuild(runtime: Any, scheduler: Any, data: bytes) -> None:
     """What a planner taking over does off the reactor (``Planner.load``)."""
-    snapshots.restore(runtime, snapshots.read(data), scheduler.decode, feeds=False)
+    snapshots.restore(runtime.config, snapshots.read(data), scheduler.decode)
 
 
 def whole(client: redis.Redis, key: str, data: bytes) -> str:
@@ -89,7 +89,7 @@ async def run(args: argparse.Namespace, server: RedisServer) -> None:
             await sleep(0.3)
             beat.reset()
             started = time.perf_counter()
-            captured = snapshots.capture(runtime, scheduler.encode)
+            captured = snapshots.capture(runtime.core, runtime.clock(), scheduler.encode)
             saved, size = await io.run(upload, store, captured)
             assert saved, "the save was refused"
             saves.append(time.perf_counter() - started)

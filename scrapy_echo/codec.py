@@ -4,11 +4,7 @@ pickle.
 Whoever can write to Redis must not be able to run code on the workers, so the state is
 encoded as JSON in which numpy arrays, tuples, sets and dicts with non-string keys are tagged.
 Decoding builds only plain values and numpy arrays of a few numeric dtypes (from raw bytes, no
-pickle). Snapshots of format version 1 (the first Redis planner's) also tagged the model's own
-objects by their attributes; those still decode, into instances of the classes in
-:data:`CLASSES` filled attribute by attribute without running any of their code, so that
-:mod:`scrapy_echo.snapshot` can upgrade them. This version writes none. Anything else is a
-:class:`CodecError`.
+pickle); anything else is a :class:`CodecError`.
 """
 
 from __future__ import annotations
@@ -22,17 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_echo.model.clicks import ClickHistogram
-from scrapy_echo.model.crawl_history import CrawlHistory
-from scrapy_echo.model.estimators import DecayFit
-from scrapy_echo.model.learning import SourceLearner
-from scrapy_echo.model.priors import ColdStart
-from scrapy_echo.state import SourceStatus
-
-CLASSES: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (SourceLearner, CrawlHistory, ClickHistogram, ColdStart, DecayFit, SourceStatus)
-}
 _DTYPES = {"float64", "int64", "bool", "uint64"}
 
 
@@ -96,10 +81,7 @@ def _encode(value: Any) -> Any:
     if isinstance(value, dict):
         tag = "odict" if isinstance(value, OrderedDict) else "dict"
         return {"$": tag, "v": [[_encode(k), _encode(v)] for k, v in value.items()]}
-    name = type(value).__name__
-    if CLASSES.get(name) is type(value):
-        return {"$": "obj", "cls": name, "v": _encode(dict(vars(value)))}
-    raise CodecError(f"cannot encode {name}")
+    raise CodecError(f"cannot encode {type(value).__name__}")
 
 
 def _decode(raw: Any) -> Any:
@@ -135,14 +117,6 @@ def _decode(raw: Any) -> Any:
             return OrderedDict(pairs) if tag == "odict" else dict(pairs)
         except TypeError:
             raise CodecError("unhashable dict key") from None
-    if tag == "obj":
-        cls = CLASSES.get(raw.get("cls"))  # type: ignore[arg-type]
-        attributes = _decode(raw.get("v"))
-        if cls is None or not isinstance(attributes, dict):
-            raise CodecError(f"unknown class {raw.get('cls')!r:.40}")
-        obj: Any = object.__new__(cls)
-        obj.__dict__.update(attributes)  # no __init__, no __setstate__: nothing runs
-        return obj
     raise CodecError(f"unknown tag {tag!r:.40}")
 
 

@@ -4,8 +4,8 @@ What is saved: sources and their crawl times, validators and failures, seen link
 the learner knows (crawl histories, click tables, pending clicks), the waiting new pages and the
 plain lane, the requests in flight (:mod:`scrapy_echo.in_flight`; saved at the head of the
 plain lane), and the click feed's read position: one :mod:`scrapy_echo.snapshot`, the format
-Redis and ``scrapy echo-report`` use too (versioned plain data, no pickle, readable by later
-builds). Taken every ``ECHO_CHECKPOINT_INTERVAL`` seconds and at close, and written (on a
+Redis and ``scrapy echo-report`` use too (versioned plain data, no pickle). Taken every
+``ECHO_CHECKPOINT_INTERVAL`` seconds and at close, and written (on a
 thread, but at close) to a temporary file that is flushed, synced and renamed over the old
 one: a ``kill -9`` leaves the previous checkpoint whole, so it loses at most one period.
 
@@ -13,10 +13,8 @@ A checkpoint that cannot be read at all is moved aside (``echo-state.json.unread
 and the crawl starts afresh, with an error in the log; a saved request that no longer fits the
 spider (a renamed callback, a damaged entry) is skipped, counted and logged once per reason,
 and the rest is restored. A waiting page whose callback is gone goes to this run's page
-callback instead: its link is seen, nothing else would fetch it.
-
-A job directory from a build before this format holds ``echo-state.pickle``; it is read once
-(it is the user's own file) and the next checkpoint replaces it.
+callback instead: its link is seen, nothing else would fetch it. A checkpoint of another
+format version (an earlier build's) is moved aside the same way, the error naming its version.
 """
 
 from __future__ import annotations
@@ -25,15 +23,12 @@ import io
 import json
 import logging
 import os
-import pickle
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-
-from scrapy.utils.request import request_from_dict
 
 from scrapy_echo import snapshot as snapshots
 from scrapy_echo.collector import collector_paused
@@ -52,8 +47,6 @@ logger = logging.getLogger(__name__)
 
 FILE_NAME = "echo-state.json"
 _WRITE_BUFFER = 16 << 20
-LEGACY_FILE_NAME = "echo-state.pickle"  # before the one snapshot format
-_LEGACY_VERSION = 1
 
 
 class PlainLane(Protocol):
@@ -156,8 +149,13 @@ class Checkpointer:
         # Requests in flight go first: they were taken before anything still waiting.
         in_flight = self.in_flight.holding(self.runtime.clock())
         self._saved_in_flight = len(in_flight)
+        runtime = self.runtime
         return self._captures, snapshots.capture(
-            self.runtime, self.scheduler.encode, [*in_flight, *self.scheduler.plain]
+            runtime.core,
+            runtime.clock(),
+            self.scheduler.encode,
+            [*in_flight, *self.scheduler.plain],
+            extra={"feeds": runtime.feed_state()},
         )
 
     def _write(self, number: int, captured: snapshots.Captured) -> bool:
@@ -177,9 +175,6 @@ class Checkpointer:
         assert self.path is not None
         if not written:
             return
-        legacy = self.path.with_name(LEGACY_FILE_NAME)
-        if legacy.exists():
-            legacy.unlink()  # its state is in the new file now
         self.saves += 1
         stats = self.runtime.crawler.stats
         if stats is not None:
@@ -211,16 +206,13 @@ class Checkpointer:
         # The one-machine scheduler is the one listener (distributed mode has its own).
         self.runtime.on_done = self.in_flight.done
         path: Path = self.path
-        decode: Callable[[Any], Request] = self.scheduler.decode
-        legacy = self.path.with_name(LEGACY_FILE_NAME)
-        if not path.exists() and legacy.exists():
-            path, decode = legacy, _legacy_decoder(spider)
         if not path.exists():
             return False
-        saved = SavedRequests(decode, self._page_callback_name())
+        saved = SavedRequests(self.scheduler.decode, self._page_callback_name())
         try:
-            snapshot = read_checkpoint(path)
-            restored, plain, refused = snapshots.restore(self.runtime, snapshot, saved)
+            snapshot = snapshots.read(path.read_bytes())
+            restored, plain, refused = snapshots.restore(self.runtime.config, snapshot, saved)
+            self.runtime.restore_feeds(snapshot["feeds"])
         except Exception as exc:
             # Keep the file for inspection; a fresh start beats refusing to run a monitor.
             aside = path.with_name(f"{path.name}.unreadable-{int(time.time())}")
@@ -250,18 +242,6 @@ class Checkpointer:
             return getattr(self.runtime.page_callback(), "__name__", None)
         except ValueError:  # (the scheduler stops the crawl on that before it restores)
             return None
-
-
-def read_checkpoint(path: Path) -> dict[str, Any]:
-    """The snapshot in ``path`` (:func:`scrapy_echo.snapshot.read`), or in a legacy pickle
-    this project wrote in the user's own job directory; ``ValueError`` if it is neither."""
-    if path.name != LEGACY_FILE_NAME:
-        return snapshots.read(path.read_bytes())
-    snapshot: dict[str, Any] = pickle.loads(path.read_bytes())
-    if snapshot.get("version") != _LEGACY_VERSION:
-        raise ValueError(f"format version {snapshot.get('version')!r}")
-    snapshots.upgrade_learner(snapshot["learner"])
-    return snapshot
 
 
 class SavedRequests:
@@ -332,15 +312,3 @@ class SavedRequests:
                 stats.set_value("echo/jobdir/unrestored_requests", refused)
             if self.moved:
                 stats.set_value("echo/jobdir/page_callback_changed", sum(self.moved.values()))
-
-
-def _legacy_decoder(spider: Spider) -> Callable[[Any], Request]:
-    """Legacy checkpoints stored requests in Scrapy's dict form."""
-
-    def decode(data: Any) -> Request:
-        try:
-            return request_from_dict(data, spider=spider)
-        except (AttributeError, KeyError, TypeError) as exc:
-            raise ValueError(f"saved request unusable: {exc}") from None
-
-    return decode

@@ -124,7 +124,7 @@ class EchoRuntime:
                 stats.set_value("echo/refresh/planned_rate", lane.planned_rate)
                 stats.set_value("echo/refresh/changes", lane.changes)
                 stats.set_value("echo/refresh/incomparable", lane.incomparable)
-            site_share = getattr(self.state.learner, "site_share", None)  # (older pickles)
+            site_share = self.state.learner.site_share
             if site_share is not None:
                 stats.set_value("echo/sources/site_share", site_share)
             trusted = getattr(self.policy, "trusted_signals", None)

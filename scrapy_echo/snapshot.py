@@ -1,48 +1,49 @@
 """One snapshot format for a crawl's state: JOBDIR, Redis and ``scrapy echo-report`` read it.
 
-A snapshot is versioned plain data (numbers, strings, lists and numeric arrays, through
+The core's state is captured and restored here, and only here; a driver adds its own parts
+(the plain lane's requests, feed positions, the events it applied) beside it. A snapshot is
+versioned plain data (numbers, strings, lists and numeric arrays, through
 :mod:`scrapy_echo.codec`: JSON, never pickle), built from each part's own ``to_data`` rather
-than from its attributes, so a later build that changes a class still reads it. Waiting
-requests are stored by the scheduler's request codec (:mod:`scrapy_echo.distributed.wire`).
+than from its attributes. Waiting pages are stored by the driver's request codec
+(:mod:`scrapy_echo.distributed.wire`).
 
-Every later version reads this one: ``tests/data/`` keeps a snapshot written by this version,
-and a test loads it. Version 1 (the first Redis planner's attribute dump) is upgraded on read.
+Before the first release a snapshot of another version is not read: :func:`read` raises a
+:class:`~scrapy_echo.codec.CodecError` that names the version it found. ``tests/data/`` keeps
+a snapshot written by this version, and a test loads it.
 
 =============== ===========================================================================
 key             value
 =============== ===========================================================================
-format, version ``"scrapy-echo-state"``, ``2``
+format, version ``"scrapy-echo-state"``, ``3``
 saved_at        the crawl clock when saved
 sources         per field of :class:`~scrapy_echo.state.SourceStatus` (``url, etag,
                 last_modified, failures, last_fetched, crawls, new_links, ...``), its value for
-                every source (earlier in version 2: a dict per source, still read)
+                every source
 last_crawl      per source, when its last crawl was dispatched (NaN: never)
 seen            the 64-bit fingerprints of the links seen on sources, sorted
-seen_times      when each was last seen, at the latest (optional: later in version 2; without
-                it, the snapshot's links are taken as seen when saved, and its http links as
-                stored unfolded, as builds before page identity did)
-fetched         the fingerprints of the fetched pages' keys (optional: later in version 2)
-fetched_times   when each was fetched (optional, likewise)
-aliases         ``[alias key, page key]`` pairs: a page's other URLs (optional, likewise)
+seen_times      when each was last seen, at the latest
+fetched         the fingerprints of the fetched pages' keys
+fetched_times   when each was fetched
+aliases         ``[alias key, page key]`` pairs: a page's other URLs
 crawled_pages   new pages fetched
 learner         :meth:`SourceLearner.to_data <scrapy_echo.model.learning.SourceLearner.to_data>`
 frontier        waiting new pages by field: ``source``, ``request``, ``appeared``,
-                ``discovered``, a list each (earlier: ``[source, request, appeared,
-                discovered]`` per page, still read)
-plain           the plain lane's requests, after those in flight when saved (JOBDIR only)
+                ``discovered``, a list each
 signals         :meth:`SignalBook.to_data <scrapy_echo.model.signals.SignalBook.to_data>`
-                (optional: later in version 2)
 overlap         :meth:`OverlapBook.to_data <scrapy_echo.model.overlap.OverlapBook.to_data>`
-                (optional: later in version 2)
 overflow        :meth:`OverflowWatch.to_data <scrapy_echo.model.overflow.OverflowWatch.to_data>`
-                (optional: later in version 2)
 refresh         :meth:`RefreshLane.to_data <scrapy_echo.model.refresh_lane.RefreshLane.to_data>`
-                (optional: later in version 2)
+policy          ``{"name": ..., "data": ...}``: the policy's own
+                :meth:`~scrapy_echo.model.policies.Policy.to_data` (a BFS cycle's order, the
+                exploration's bandit)
+profile         :meth:`WeekProfile.to_data <scrapy_echo.model.cycles.WeekProfile.to_data>`:
+                the publishing cycle learned so far
+history         one sample per re-solve, for reports
+plain           the plain lane's requests, after those in flight when saved (JOBDIR only)
 feeds           click and signal feed readers' positions, by path: each names its file by its
                 bytes (:meth:`FeedReader.state <scrapy_echo.clickfeed.FeedReader.state>`)
 events_applied  :meth:`EventDedup.to_data <scrapy_echo.distributed.dedup.EventDedup.to_data>`:
-                the last event number applied per worker (Redis only; optional)
-history         one sample per re-solve, for reports
+                the last event number applied per worker (Redis only)
 =============== ===========================================================================
 """
 
@@ -57,7 +58,7 @@ import numpy as np
 
 from scrapy_echo import codec
 from scrapy_echo.collector import collector_paused
-from scrapy_echo.model.crawl_history import CrawlHistory
+from scrapy_echo.model.cycles import WeekProfile
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.overflow import OverflowWatch
 from scrapy_echo.model.overlap import OverlapBook
@@ -67,12 +68,12 @@ from scrapy_echo.seen import FingerprintSet, Remembered
 from scrapy_echo.state import STATUS_FIELDS, CrawlState, SourceStatus
 
 if TYPE_CHECKING:
-    from scrapy import Request
-
-    from scrapy_echo.runtime import EchoRuntime
+    from scrapy_echo.core.crawl import CrawlCore
+    from scrapy_echo.model.policies import Policy
+    from scrapy_echo.state_config import StateConfig
 
 FORMAT = "scrapy-echo-state"
-VERSION = 2
+VERSION = 3
 _FRONTIER_FIELDS = ("source", "request", "appeared", "discovered")
 
 
@@ -121,26 +122,27 @@ class Captured:
 
 
 def capture(
-    runtime: EchoRuntime,
-    encode: Callable[[Request], str],
-    plain: Iterable[Request] = (),
+    core: CrawlCore,
+    now: float,
+    encode: Callable[[Any], str],
+    plain: Iterable[Any] = (),
     extra: dict[str, Any] | None = None,
 ) -> Captured:
-    """The runtime's state (and ``plain`` requests), copied where it changes: cheap enough for
-    the reactor (the fingerprint sets close their young parts instead of copying them; only
-    the sources changed since the last capture are copied again; docs/monitor.rst, "Bounded
-    state"), and encoded by :meth:`Captured.chunks` on any thread.
+    """The core's state at ``now`` (with a driver's ``plain`` requests and ``extra`` parts),
+    copied where it changes: cheap enough for the reactor (the fingerprint sets close their
+    young parts instead of copying them; only the sources changed since the last capture are
+    copied again; docs/monitor.rst, "Bounded state"), and encoded by :meth:`Captured.chunks`
+    on any thread.
 
     The waiting requests are encoded there too: a waiting request is never changed, and one
     the crawl takes meanwhile (its middlewares may change it) was waiting when captured."""
-    state = runtime.state
-    now = runtime.clock()
+    state = core.state
     stored = _Counted(_retried(encode))
     waiting = [(w.source, w.page, w.appeared, w.discovered) for w in state.frontier.pages()]
     plain = list(plain)
     seen, fetched = _once(state.seen.capture(now)), _once(state.fetched.capture(now))
     for job in state.housekeeping(now):  # (captures close young sets: merge them in time)
-        runtime.core.run_housekeeping(job)
+        core.run_housekeeping(job)
     parts = {
         "format": FORMAT,
         "version": VERSION,
@@ -148,13 +150,14 @@ def capture(
         "last_crawl": np.array(state.last_crawl),
         "aliases": [[alias, page] for alias, page in state.aliases.items()],
         "crawled_pages": state.crawled_pages,
-        "feeds": _arrays_copied(runtime.feed_state()),
         "history": list(state.history),  # (samples are never changed once taken)
         "signals": state.signals.to_data(),
         "overlap": state.overlap.to_data(),
         "overflow": state.overflow.to_data(),
         "refresh": state.refresh.to_data(),
-        **(extra or {}),
+        "profile": state.profile.to_data(),
+        "policy": {"name": core.policy.name, "data": core.policy.to_data()},
+        **_arrays_copied(extra or {}),
     }
     rows = state.status_rows()
     built = {
@@ -171,19 +174,19 @@ def capture(
 
 
 def dump(
-    runtime: EchoRuntime, encode: Callable[[Request], str], plain: Iterable[Request] = ()
+    core: CrawlCore, now: float, encode: Callable[[Any], str], plain: Iterable[Any] = ()
 ) -> tuple[bytes, int]:
-    """The runtime's state (and ``plain`` requests) as bytes, here and now, and how many
+    """The core's state (and ``plain`` requests) as bytes, here and now, and how many
     waiting requests could not be stored as data (``encode`` raised ``ValueError``)."""
-    captured = capture(runtime, encode, plain)
+    captured = capture(core, now, encode, plain)
     return captured.to_bytes(), captured.skipped
 
 
-def _retried(encode: Callable[[Request], str]) -> Callable[[Request], str]:
+def _retried(encode: Callable[[Any], str]) -> Callable[[Any], str]:
     """``encode``, tried again if the crawl changed the request as it ran (a request taken
     since the capture: a middleware may add a header or a meta key)."""
 
-    def encode_steadily(request: Request) -> str:
+    def encode_steadily(request: Any) -> str:
         for _ in range(3):
             try:
                 return encode(request)
@@ -217,22 +220,19 @@ def _once(build: Callable[[], Remembered]) -> Callable[[], Remembered]:
 
 
 def read(data: bytes) -> dict[str, Any]:
-    """The snapshot in ``data``, upgraded to this version, its sources as
-    :class:`SourceStatus` and its learner as a :class:`SourceLearner`;
-    :class:`codec.CodecError` if ``data`` is not a snapshot."""
+    """The snapshot in ``data``, its sources as :class:`SourceStatus` and its learner as a
+    :class:`SourceLearner`; :class:`codec.CodecError` if ``data`` is not a snapshot of this
+    version (naming the version it is)."""
     snapshot = codec.loads(data)
-    if not isinstance(snapshot, dict):
+    if not isinstance(snapshot, dict) or snapshot.get("format") != FORMAT:
         raise codec.CodecError("not a state snapshot")
     version = snapshot.get("version")
+    if version != VERSION:
+        raise codec.CodecError(
+            f"a state snapshot of version {version!r:.20}, and this build reads version "
+            f"{VERSION} only (an earlier build's state is not read before the first release)"
+        )
     try:
-        if version == 1:  # the attribute dump: its objects are already built
-            snapshot.setdefault("plain", [])
-            if not isinstance(snapshot["learner"], SourceLearner):
-                raise TypeError("version 1 snapshot without a learner")
-            upgrade_learner(snapshot["learner"])
-            return snapshot
-        if version != VERSION or snapshot.get("format") != FORMAT:
-            raise codec.CodecError(f"not a state snapshot of version {VERSION}")
         snapshot["sources"] = [
             SourceStatus.from_data(status) for status in _source_rows(snapshot["sources"])
         ]
@@ -264,9 +264,7 @@ def _frontier_table(
 
 
 def _frontier_rows(frontier: Any) -> list[Sequence[Any]]:
-    """``[source, request, appeared, discovered]`` per waiting page, from either form."""
-    if not isinstance(frontier, dict):
-        return list(frontier)
+    """``[source, request, appeared, discovered]`` per waiting page."""
     columns = [frontier[name] for name in _FRONTIER_FIELDS]
     if len({len(column) for column in columns}) > 1:
         raise ValueError("frontier fields of different lengths")
@@ -285,79 +283,58 @@ def _whole(row: Any, sources: int) -> bool:
 
 
 def _source_rows(sources: Any) -> list[dict[str, Any]]:
-    """The sources of a snapshot, one dict each: stored by field (a list of values per field),
-    or one dict per source (snapshots before this build)."""
-    if not isinstance(sources, dict):
-        return list(sources)
-    columns = {name: sources[name] for name in STATUS_FIELDS if name in sources}
-    if "url" not in columns:
-        raise ValueError("sources without their URLs")
+    """The sources of a snapshot, one dict each, from their table (a list per field)."""
+    columns = {name: sources[name] for name in STATUS_FIELDS}
     count = len(columns["url"])
     if any(len(values) != count for values in columns.values()):
         raise ValueError("source fields of different lengths")
     return [{name: values[i] for name, values in columns.items()} for i in range(count)]
 
 
-def upgrade_learner(learner: SourceLearner) -> None:
-    """Bring a learner built from an older build's attributes (a version 1 snapshot, a legacy
-    JOBDIR pickle) to this build's crawl history."""
-    learner.crawls = CrawlHistory.from_dict(vars(learner.crawls))
-
-
 def restore(
-    runtime: EchoRuntime,
+    config: StateConfig,
     snapshot: dict[str, Any],
-    decode: Callable[[Any], Request],
-    *,
-    feeds: bool = True,
-) -> tuple[CrawlState, list[Request], int]:
+    decode: Callable[[Any], Any],
+    policy: Policy | None = None,
+) -> tuple[CrawlState, list[Any], int]:
     """A new state from a :func:`read` snapshot, the plain lane's requests, and how many
     stored requests were skipped (``decode`` refused them, ``ValueError``, or their row was
-    damaged). Feed positions are restored too, unless not ``feeds`` (the state is then built
-    apart from the runtime, on any thread). ``CodecError`` if the snapshot does not fit."""
+    damaged); ``policy`` (fresh, for the new core) takes what the saved one kept, if it is of
+    the same name (a crawl resumed under another policy starts that one afresh). Runs on any
+    thread: it touches nothing but what it builds. ``CodecError`` if the snapshot does not
+    fit. (A driver's own parts, such as ``feeds``, are its to read.)"""
     request = _Counted(decode)
     try:
-        state = CrawlState(runtime.config)
+        saved_policy = snapshot["policy"]
+        if policy is not None and saved_policy["name"] == policy.name:
+            policy.load_data(saved_policy["data"])
+        state = CrawlState(config)
         state.add_sources(status.url for status in snapshot["sources"])
         state.sources[:] = snapshot["sources"]
         state.source_crawls = sum(status.crawls for status in state.sources)
         state.retired_count = sum(status.retired for status in state.sources)
         state.removed_count = sum(status.removed for status in state.sources)
         state.last_crawl[:] = snapshot["last_crawl"]
-        # Snapshots before expiry have no times: what they hold counts as seen when saved.
-        # (Snapshots before page identity have neither fetched pages nor aliases.)
-        saved_at, ttl = float(snapshot["saved_at"]), runtime.config.seen_ttl
-        state.unfolded_http = "seen_times" not in snapshot
-        state.seen = FingerprintSet.restore(
-            ttl, snapshot["seen"], snapshot.get("seen_times"), saved_at
-        )
+        saved_at, ttl = float(snapshot["saved_at"]), config.seen_ttl
+        state.seen = FingerprintSet.restore(ttl, snapshot["seen"], snapshot["seen_times"], saved_at)
         state.fetched = FingerprintSet.restore(
-            ttl, snapshot.get("fetched", []), snapshot.get("fetched_times"), saved_at
+            ttl, snapshot["fetched"], snapshot["fetched_times"], saved_at
         )
-        state.aliases = {str(alias): str(page) for alias, page in snapshot.get("aliases", [])}
+        state.aliases = {str(alias): str(page) for alias, page in snapshot["aliases"]}
         state.alias_times.extend((saved_at, alias) for alias in state.aliases)
         state.crawled_pages = int(snapshot["crawled_pages"])
-        state.history = list(snapshot.get("history", []))
+        state.history = list(snapshot["history"])
         state.learner = snapshot["learner"]
         state.learner.grow(len(state.sources))
-        if "signals" in snapshot:
-            state.signals = SignalBook.from_data(snapshot["signals"])
+        state.signals = SignalBook.from_data(snapshot["signals"])
         state.signals.grow(len(state.sources))
-        if "overlap" in snapshot:
-            state.overlap = OverlapBook.from_data(snapshot["overlap"])
+        state.overlap = OverlapBook.from_data(snapshot["overlap"])
         state.overlap.grow(len(state.sources))
-        if "overflow" in snapshot:
-            state.overflow = OverflowWatch.from_data(snapshot["overflow"])
+        state.overflow = OverflowWatch.from_data(snapshot["overflow"])
         state.overflow.grow(len(state.sources))
-        if "refresh" in snapshot:  # (its settings: this run's, not the saved ones)
-            saved = RefreshLane.from_data(snapshot["refresh"])
-            current = state.refresh
-            saved.share, saved.stale_cost = current.share, current.stale_cost
-            saved.max_pages = current.max_pages
-            if saved.prior_period != current.prior_period:  # a new prior, until one is fitted
-                saved.prior_period, saved.book.prior = current.prior_period, current.book.prior
-            state.refresh = saved
-        for row in _frontier_rows(snapshot["frontier"]):
+        state.refresh = _refresh_lane(snapshot["refresh"], state.refresh)
+        state.profile = WeekProfile.from_data(snapshot["profile"])
+        for row in snapshot["frontier"]:  # (rows: see read)
             if not _whole(row, len(state.sources)):
                 request.failed += 1  # (one damaged page must not cost the whole state)
                 continue
@@ -366,11 +343,19 @@ def restore(
             if page is not None:
                 state.frontier.push(source, page, appeared=appeared, discovered=discovered)
         plain = [r for r in map(request, snapshot.get("plain", [])) if r is not None]
-        if feeds:
-            runtime.restore_feeds(snapshot["feeds"])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise codec.CodecError(f"malformed snapshot: {exc!r:.200}") from None
     return state, plain, request.failed
+
+
+def _refresh_lane(data: Any, current: RefreshLane) -> RefreshLane:
+    """The saved refresh lane, under this run's settings (not the saved ones)."""
+    saved = RefreshLane.from_data(data)
+    saved.share, saved.stale_cost = current.share, current.stale_cost
+    saved.max_pages = current.max_pages
+    if saved.prior_period != current.prior_period:  # a new prior, until one is fitted
+        saved.prior_period, saved.book.prior = current.prior_period, current.book.prior
+    return saved
 
 
 class _Counted:

@@ -55,9 +55,6 @@ class CrawlState:
     # it names (a redirect's target, a canonical link); forgotten with the fetched pages.
     aliases: dict[str, str] = field(default_factory=dict)
     alias_times: deque[tuple[float, str]] = field(default_factory=deque)  # oldest first
-    # Restored from a snapshot of a build before http and https were one page: its http links
-    # were remembered unfolded, so a link's unfolded form is looked up too.
-    unfolded_http: bool = False
     crawled_pages: int = 0
     started: float = math.nan  # the first source crawl's time (of this process)
     retired_count: int = 0  # sources retired (kept as they retire: every re-solve asks)
@@ -242,13 +239,6 @@ class CrawlState:
             for link, key, mark, is_new in zip(links, keys, marks, unseen, strict=True)
             if is_new and key not in sources
         ]
-        if self.unfolded_http:  # earlier builds remembered http links unfolded
-            seen = self.seen
-            fresh = [
-                (u, m)
-                for u, m in fresh
-                if not u.startswith("http://") or fingerprint(u) not in seen
-            ]
         # A first crawl's links are navigation and backlog alike: none is known content yet.
         content = [] if first else [mark for _, mark in fresh]
         overflowed = self.overflow.crawled(source, listed=marks, new=content)

@@ -56,8 +56,12 @@ def take_over(before: Any, after: Any) -> None:
     def no_requests(payload: object) -> Any:
         raise AssertionError("no request was saved")
 
-    data, _ = snapshots.dump(before, no_requests)
-    after.state, _, _ = snapshots.restore(after, snapshots.read(data), no_requests)
+    feeds = {"feeds": before.feed_state()}  # (the planner's own part of its snapshot)
+    captured = snapshots.capture(before.core, before.clock(), no_requests, extra=feeds)
+    saved = snapshots.read(captured.to_bytes())
+    state, _, _ = snapshots.restore(after.config, saved, no_requests)
+    after.core.reset(state)
+    after.restore_feeds(saved["feeds"])
 
 
 @pytest.mark.parametrize("where", ["same path", "another path"])
@@ -175,7 +179,7 @@ def test_a_planner_killed_and_replaced_on_another_host_counts_each_click_once(
     assert len(terms) == 2  # one planner, then the other
     state = saved_state(client, prefix)
     assert state is not None
-    restored, _, _ = snapshots.restore(setup()[1], state, lambda payload: None)
+    restored, _, _ = snapshots.restore(setup()[1].config, state, lambda payload: None)
     assert clicks_in(restored) == feed_sum(copy)
     (stats,) = second.stats()
     assert stats["echo/clickfeed/rows"] == 7

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_echo.jobdir import FILE_NAME, read_checkpoint
+from scrapy_echo import snapshot
+from scrapy_echo.jobdir import FILE_NAME
 from tests.local_site import LocalNewsSite, Section
 
 pytestmark = pytest.mark.slow
@@ -45,7 +46,7 @@ def test_echo_report_on_the_demos_jobdir(tmp_path: Path) -> None:
     assert page.count("<img ") == 5
 
     # The summary's numbers are the saved state's.
-    state = read_checkpoint(jobdir / FILE_NAME)
+    state = snapshot.read((jobdir / FILE_NAME).read_bytes())
     text = report.stdout
     sources = int(re.search(r"ECHO report: (\d+) sources", text).group(1))
     scheduled, idle = map(int, re.search(r"\((\d+) scheduled, (\d+) idle;", text).groups())

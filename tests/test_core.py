@@ -17,7 +17,6 @@ from scrapy_echo.core.events import (
 )
 from scrapy_echo.model.registry import make_policy
 from scrapy_echo.sim.engine import SimSettings
-from scrapy_echo.state import fingerprint
 
 HUB = "http://a.test/"
 
@@ -174,18 +173,6 @@ def test_site_weights_scale_each_sites_value_in_the_plan() -> None:
     # By host first (www.b.example), else by site (a.example for a.example's hosts).
     weighted = plan({"a.example": 3.0, "www.b.example": 0.5, "b.example": 10.0})
     np.testing.assert_allclose(weighted, even * [3.0, 0.5, 1.0])
-
-
-def test_a_state_from_before_scheme_folding_finds_its_http_links_seen() -> None:
-    state = core().state
-    state.add_source("https://a.test/")
-    state.source_crawled(0, 0.0, [])
-    state.unfolded_http = True  # restored from a snapshot that stored http links unfolded
-    state.seen.add(fingerprint("http://a.test/old"), 0.0)
-    new = state.source_crawled(
-        0, 10.0, ["http://a.test/old", "https://a.test/new", "http://a.test/n2"]
-    )
-    assert new == ["https://a.test/new", "http://a.test/n2"]
 
 
 def test_dispatch_takes_a_source_and_put_back_makes_it_as_due_as_before() -> None:

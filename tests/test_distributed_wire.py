@@ -189,10 +189,10 @@ def test_planner_state_round_trips_through_a_snapshot() -> None:
     def decode(payload: str) -> scrapy.Request:
         return decode_request(payload, SPIDER, own_callback)
 
-    data, skipped = snapshot.dump(runtime, encode)
+    data, skipped = snapshot.dump(runtime.core, runtime.clock(), encode)
     read = snapshot.read(data)
     assert len(read["frontier"]) == 1  # one waiting page, as a row (reports count them)
-    back, plain, refused = snapshot.restore(runtime, read, decode)
+    back, plain, refused = snapshot.restore(runtime.config, read, decode)
     assert plain == []
     assert (skipped, refused) == (0, 0)
     assert [s.url for s in back.sources] == ["http://a.test/", "http://b.test/"]
@@ -245,9 +245,9 @@ def test_snapshot_is_what_the_state_was_when_captured() -> None:
         return encode_request(request, SPIDER, own_callback)
 
     crawl(100.0, "http://a.test/1", etag='"v1"')
-    first = snapshot.capture(runtime, encode)
+    first = snapshot.capture(core, runtime.clock(), encode)
     crawl(200.0, "http://a.test/1", "http://a.test/2", etag='"v2"')  # after the capture
-    second = snapshot.capture(runtime, encode)
+    second = snapshot.capture(core, runtime.clock(), encode)
     crawl(300.0, "http://a.test/3")
     was = snapshot.read(first.to_bytes())
     assert was["sources"][0].etag == '"v1"' and was["sources"][0].crawls == 1

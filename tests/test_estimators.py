@@ -109,26 +109,21 @@ def test_window_is_shrunk_toward_the_sources_own_long_run_rate() -> None:
     assert 0 < lam[1] < lam[0]
 
 
-def test_long_run_survives_persistence_and_old_states() -> None:
+def test_long_run_survives_persistence_and_a_partial_record_is_refused() -> None:
     h = CrawlHistory(1, history=2)
     for t, n in [(0.0, 0), (100.0, 5), (300.0, 1)]:
         h.record(0, t, n)
     back = CrawlHistory.from_dict(h.to_dict())
     assert [a.tolist() for a in back.long_run()] == [a.tolist() for a in h.long_run()]
+    assert back.window()[0].tolist() == h.window()[0].tolist()
+    back.record(0, 400.0, 2)
+    h.record(0, 400.0, 2)
+    assert [a.tolist() for a in back.long_run()] == [a.tolist() for a in h.long_run()]
+    # An earlier build's record (no long-run rate) is not read: a clear error, not a guess.
     old = h.to_dict()
-    for key in ("memory", "long_links", "long_span"):
-        del old[key]
-    restored = CrawlHistory.from_dict(old)
-    assert restored.long_run()[1].tolist() == [0.0]
-    # The attributes of an object from an old build (a legacy pickle, a version 1 Redis
-    # state): per-source figures as arrays, no long-run rate. Snapshots upgrade it this way.
-    legacy = {k: v for k, v in vars(h).items() if not k.startswith(("long", "mem", "newest"))}
-    legacy["filled"], legacy["next"] = np.array(h.filled), np.array(h.next)
-    upgraded = CrawlHistory.from_dict(legacy)
-    upgraded.record(0, 400.0, 2)
-    links, span = upgraded.long_run()
-    assert links.tolist() == [2.0] and span.tolist() == [100.0]
-    assert upgraded.window()[0].tolist() == [3.0]  # the ring came through: 1 + 2 links
+    del old["long_links"]
+    with pytest.raises(KeyError):
+        CrawlHistory.from_dict(old)
 
 
 # -- P and μ --------------------------------------------------------------------------------

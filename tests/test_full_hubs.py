@@ -175,18 +175,6 @@ def test_a_full_hub_stays_full_after_its_overflow_leaves_the_window():
     assert back.shown(floors=False).tolist() == [10.0]
 
 
-def test_an_older_builds_crawl_history_knows_full_hubs_from_its_window():
-    h = CrawlHistory(2, history=3)
-    for t, n, cut in ((0.0, 0, 0.0), (100.0, 9, 30.0), (200.0, 3, 0.0)):
-        h.record(0, t, n, cut=cut)
-    h.record(1, 0.0, 0)
-    h.record(1, 100.0, 5, floor=True)
-    old = {k: v for k, v in h.to_dict().items() if k not in ("most_new", "full")}
-    back = CrawlHistory.from_dict(old)
-    assert back.shown().tolist() == [9.0, 5.0]
-    assert back.shown(floors=False).tolist() == [9.0, 0.0]
-
-
 def test_full_hubs_keep_the_interval_bounds_and_a_limited_host_keeps_echos_plan():
     from scrapy_echo.model.limits import ScheduleLimits
 

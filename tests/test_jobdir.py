@@ -5,7 +5,6 @@ file set aside."""
 from __future__ import annotations
 
 import logging
-import pickle
 import shutil
 import threading
 from pathlib import Path
@@ -17,8 +16,9 @@ import scrapy
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
+from scrapy_echo import snapshot
 from scrapy_echo.extension import EchoExtension
-from scrapy_echo.jobdir import FILE_NAME, read_checkpoint
+from scrapy_echo.jobdir import FILE_NAME
 from scrapy_echo.runtime import EchoRuntime
 from scrapy_echo.scheduler import EchoScheduler
 
@@ -132,12 +132,12 @@ def test_unreadable_checkpoint_is_moved_aside(tmp_path, caplog) -> None:
 DATA = Path(__file__).parent / "data"
 
 
-def test_a_snapshot_of_format_version_2_still_loads(tmp_path) -> None:
-    """``tests/data/echo-state-v2.json`` was written by the build that introduced format 2;
-    every later build must resume from it."""
+def test_a_snapshot_of_this_format_version_loads(tmp_path) -> None:
+    """``tests/data/echo-state-v3.json`` was written by this format version
+    (``tests/data/make_echo_state.py``); the build must resume from it."""
     job = tmp_path / "job"
     job.mkdir()
-    shutil.copy(DATA / "echo-state-v2.json", job / FILE_NAME)
+    shutil.copy(DATA / f"echo-state-v{snapshot.VERSION}.json", job / FILE_NAME)
     scheduler = open_scheduler(str(job), str(tmp_path / "clicks.jsonl"))
     state = scheduler.state
     assert [s.url for s in state.sources] == ["http://a.test/", "http://b.test/"]
@@ -155,40 +155,18 @@ def test_a_snapshot_of_format_version_2_still_loads(tmp_path) -> None:
     scheduler.close("shutdown")
 
 
-def test_a_legacy_pickle_checkpoint_is_read_once_and_replaced(tmp_path) -> None:
-    """Job directories of builds before the one snapshot format hold a pickle of the state's
-    objects; the first run of this build resumes from it and writes the new format."""
-    from scrapy_echo.jobdir import LEGACY_FILE_NAME
-    from scrapy_echo.model.learning import SourceLearner
-    from scrapy_echo.state import SourceStatus
-
+def test_an_earlier_builds_checkpoint_is_set_aside_naming_its_version(tmp_path, caplog) -> None:
+    """Before the first release an earlier format is not read: the crawl starts afresh and
+    says which version it found (the file is kept beside, for the user)."""
     job = tmp_path / "job"
     job.mkdir()
-    spider = Spider()
-    learner = SourceLearner(2)
-    learner.record_crawl(0, 900.0, 0)
-    legacy = {
-        "version": 1,
-        "saved_at": 990.0,
-        "sources": [SourceStatus("http://a.test/", crawls=1), SourceStatus("http://b.test/")],
-        "last_crawl": np.array([900.0, np.nan]),
-        "seen": {123, 456},
-        "crawled_pages": 4,
-        "learner": learner,
-        "frontier": [(0, page("http://a.test/w", 0).to_dict(spider=spider), 900.0, 950.0)],
-        "plain": [Request("http://a.test/plain").to_dict(spider=spider)],
-        "feeds": {},
-        "history": [],
-    }
-    (job / LEGACY_FILE_NAME).write_bytes(pickle.dumps(legacy))
-    scheduler = open_scheduler(str(job), str(tmp_path / "clicks.jsonl"))
-    state = scheduler.state
-    assert state.crawled_pages == 4 and state.seen == {123, 456}
-    assert state.sources[0].crawls == 1
-    assert [p.page.url for p in state.frontier.pages()] == ["http://a.test/w"]
-    assert [r.url for r in scheduler.plain] == ["http://a.test/plain"]
+    shutil.copy(DATA / "echo-state-v2.json", job / FILE_NAME)
+    with caplog.at_level(logging.ERROR):
+        scheduler = open_scheduler(str(job), str(tmp_path / "clicks.jsonl"))
+    assert "version 2" in caplog.text and f"reads version {snapshot.VERSION} only" in caplog.text
+    assert list(job.glob(f"{FILE_NAME}.unreadable-*"))
+    assert scheduler.state.crawled_pages == 0 and len(scheduler.state.sources) == 2
     scheduler.close("shutdown")
-    assert (job / FILE_NAME).exists() and not (job / LEGACY_FILE_NAME).exists()
 
 
 @pytest_twisted.ensureDeferred
@@ -213,7 +191,7 @@ async def test_a_periodic_save_is_written_on_a_thread_and_the_newest_checkpoint_
     state.source_crawled(0, 950.0, ["http://a.test/old", "http://a.test/new"])
     await written
     assert writers and writers[0] != reactor_thread
-    saved = read_checkpoint(tmp_path / "job" / FILE_NAME)
+    saved = snapshot.read((tmp_path / "job" / FILE_NAME).read_bytes())
     assert saved["sources"][0].new_links == 0
     assert scheduler.crawler.stats.get_value("echo/jobdir/saves") == 1
 
@@ -223,7 +201,7 @@ async def test_a_periodic_save_is_written_on_a_thread_and_the_newest_checkpoint_
     assert older is not None
     assert not scheduler.checkpointer._write(*older)
     assert scheduler.crawler.stats.get_value("echo/jobdir/saves") == 2
-    assert read_checkpoint(tmp_path / "job" / FILE_NAME)["sources"][0].new_links == 1
+    assert snapshot.read((tmp_path / "job" / FILE_NAME).read_bytes())["sources"][0].new_links == 1
 
 
 @pytest_twisted.ensureDeferred

@@ -161,7 +161,8 @@ def test_a_live_crawl_follows_its_sources_file(tmp_path: Path) -> None:
 
 
 def test_the_report_counts_removed_sources_and_plans_nothing_for_them(tmp_path: Path) -> None:
-    from scrapy_echo.jobdir import FILE_NAME, read_checkpoint
+    from scrapy_echo import snapshot
+    from scrapy_echo.jobdir import FILE_NAME
     from scrapy_echo.report import Report
 
     scheduler, _ = make_scheduler(
@@ -174,7 +175,7 @@ def test_the_report_counts_removed_sources_and_plans_nothing_for_them(tmp_path: 
     scheduler.runtime.remove_source("http://b.test/")
     scheduler.close("finished")
     report = Report.from_snapshot(
-        read_checkpoint(tmp_path / FILE_NAME), policy="echo-newpages", budget=1.0
+        snapshot.read((tmp_path / FILE_NAME).read_bytes()), policy="echo-newpages", budget=1.0
     )
     assert report.summary()["removed"] == 1 and report.summary()["retired"] == 0
     rows = {row["url"]: row for row in report.source_rows()}

@@ -31,25 +31,26 @@ def check(opts: argparse.Namespace) -> None:
 def load(opts: argparse.Namespace, settings: BaseSettings) -> dict[str, Any]:
     """The saved snapshot (:func:`scrapy_echo.snapshot.read`); ``UsageError`` if none."""
     check(opts)
-    if opts.jobdir:
-        from scrapy_echo.jobdir import FILE_NAME, LEGACY_FILE_NAME, read_checkpoint
-
-        for name in (FILE_NAME, LEGACY_FILE_NAME):
-            path = Path(opts.jobdir) / name
-            if path.exists():
-                return read_checkpoint(path)
-        raise UsageError(f"no ECHO state in {opts.jobdir} (no {FILE_NAME})")
     from scrapy_echo import snapshot
     from scrapy_echo.codec import CodecError
 
-    store = redis_store(opts, settings)
-    loaded = store.load_snapshot()
-    if loaded is None:
-        raise UsageError(f"no ECHO state in Redis under {store.prefix}")
+    if opts.jobdir:
+        from scrapy_echo.jobdir import FILE_NAME
+
+        path = Path(opts.jobdir) / FILE_NAME
+        if not path.exists():
+            raise UsageError(f"no ECHO state in {opts.jobdir} (no {FILE_NAME})")
+        where, data = str(path), path.read_bytes()
+    else:
+        store = redis_store(opts, settings)
+        loaded = store.load_snapshot()
+        if loaded is None:
+            raise UsageError(f"no ECHO state in Redis under {store.prefix}")
+        where, data = f"Redis under {store.prefix}", loaded[0]
     try:
-        return snapshot.read(loaded[0])
+        return snapshot.read(data)
     except CodecError as exc:
-        raise UsageError(f"the ECHO state in Redis is not a state snapshot: {exc}") from None
+        raise UsageError(f"the ECHO state in {where} is not readable: {exc}") from None
 
 
 def redis_store(opts: argparse.Namespace, settings: BaseSettings) -> RedisStore:

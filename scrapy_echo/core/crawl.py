@@ -113,8 +113,6 @@ class CrawlCore:
         self.policy = policy
         self.state = CrawlState(config) if state is None else state
         self.solves = 0
-        # The refresh lane's slots: asked (capped, see next_refresh) and served.
-        self._refresh_asks, self._refresh_served = 0.0, 0
         self.hosts = SourceHosts()
         self.duplicates_skipped = 0  # waiting pages found fetched under another URL
         # Runs the state's upkeep at each re-plan: inline here (the simulator); a live crawl
@@ -218,18 +216,19 @@ class CrawlCore:
             return None
         lane = self.state.refresh
         # No credit piles up from idle slots: at most a few refetches' worth ahead.
-        self._refresh_asks = min(self._refresh_asks + 1, self._refresh_served / lane.share + 20)
-        if self._refresh_served > lane.share * self._refresh_asks:
+        lane.asks = min(lane.asks + 1, lane.served / lane.share + 20)
+        if lane.served > lane.share * lane.asks:
             return None
         page = lane.due(now)
         if page is not None:
-            self._refresh_served += 1
+            lane.served += 1
         return None if page is None else str(page)
 
     def refresh_put_back(self, page: str, when: float) -> None:
         """A page :meth:`next_refresh` gave could not leave now: due again at ``when``."""
-        self._refresh_served -= 1
-        self.state.refresh.put_back(page, when)
+        lane = self.state.refresh
+        lane.served -= 1
+        lane.put_back(page, when)
 
     def stop_refreshing(self, pages: Sequence[Hashable]) -> None:
         """Take ``pages`` (keys) out of the refresh lane: never fetched again."""
@@ -459,8 +458,9 @@ class CrawlCore:
         if self.policy.uses_overlaps:
             value = estimates.link_rate * estimates.profit
             self.policy.overlaps = self.state.overlap.pairs(value)
-        if self.refreshing and self._refresh_asks:  # the plan spends what refetches leave
-            budget *= 1.0 - min(self._refresh_served / self._refresh_asks, self.state.refresh.share)
+        lane = self.state.refresh
+        if self.refreshing and lane.asks:  # the plan spends what refetches leave
+            budget *= 1.0 - min(lane.served / lane.asks, lane.share)
         plan = self.policy.replan(estimates, budget)
         if self.refreshing:
             est = plan.estimates

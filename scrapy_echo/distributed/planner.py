@@ -161,7 +161,7 @@ class Planner:
         try:
             saved = snapshots.read(data)
             decode = self.scheduler.decode
-            out.state, _, out.refused = snapshots.restore(self.runtime, saved, decode, feeds=False)
+            out.state, _, out.refused = snapshots.restore(self.config, saved, decode)
         except CodecError as exc:
             out.error = str(exc)
             return out
@@ -385,6 +385,7 @@ class Planner:
         """The state captured now (cheap), to encode and save off the reactor, and the last
         event it includes. (Its unencodable requests are counted once it is encoded.)"""
         self._saved_at = now
-        applied = {"events_applied": self.dedup.to_data()}
-        captured = snapshots.capture(self.runtime, self.scheduler.encode, extra=applied)
+        mine = {"events_applied": self.dedup.to_data(), "feeds": self.runtime.feed_state()}
+        core, clock = self.runtime.core, self.runtime.clock
+        captured = snapshots.capture(core, clock(), self.scheduler.encode, extra=mine)
         return captured, self.last_event

@@ -228,8 +228,7 @@ class CrawlHistory:
             "long_links": list(self.long_links),
             "long_span": list(self.long_span),
             "long_cut": list(self.long_cut),
-            # Arrays, not a list per source: no object per source for the encoder to make
-            # (from_dict reads either).
+            # Arrays, not a list per source: no object per source for the encoder to make.
             "times": self.times.copy(),
             "counts": self.counts.copy(),
             "cuts": self.cuts.copy(),
@@ -243,31 +242,23 @@ class CrawlHistory:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CrawlHistory:
-        """From :meth:`to_dict`, or from the attributes of a build that kept the per-source
-        figures as arrays (and, before that, had no long-run rate: it starts from nothing)."""
+        """From :meth:`to_dict`; ``ValueError``, ``KeyError`` or ``TypeError`` if the data is
+        not one."""
         n = len(data["filled"])
-        out = cls(n, history=int(data["history"]), memory=float(data.get("memory", 3 * 86400.0)))
+        out = cls(n, history=int(data["history"]), memory=float(data["memory"]))
         if out.sources:
-            out.long_links = [float(v) for v in data.get("long_links", [0.0] * n)]
-            out.long_span = [float(v) for v in data.get("long_span", [0.0] * n)]
+            out.long_links = [float(v) for v in data["long_links"]]
+            out.long_span = [float(v) for v in data["long_span"]]
+            out.long_cut = [float(v) for v in data["long_cut"]]
             times = np.array(data["times"], dtype=np.float64)  # None -> nan
             out.times = times
             out.counts = np.array(data["counts"], dtype=np.int64)
-            # (builds before censoring-aware rates kept neither)
-            out.long_cut = [float(v) for v in data.get("long_cut", [0.0] * n)]
-            out.cuts = np.array(data.get("cuts", np.zeros(times.shape)), dtype=np.float64)
-            out.floors = np.array(data.get("floors", np.zeros(times.shape, bool)), dtype=bool)
+            out.cuts = np.array(data["cuts"], dtype=np.float64)
+            out.floors = np.array(data["floors"], dtype=bool)
             out.filled = [int(v) for v in data["filled"]]
             out.next = [int(v) for v in data["next"]]
-            if "most_new" in data:
-                out.most_new = [int(v) for v in data["most_new"]]
-                out.full = [int(v) for v in data["full"]]
-            else:  # (builds before this one knew a hub was full from its window alone)
-                out.most_new = out.counts.max(axis=1, initial=0).tolist()
-                dated = (out.cuts > 0).any(axis=1)
-                out.full = np.where(
-                    dated, _DATED, np.where(out.floors.any(axis=1), _UNDATED, _NEVER)
-                ).tolist()
+            out.most_new = [int(v) for v in data["most_new"]]
+            out.full = [int(v) for v in data["full"]]
             size = out.history + 1
             last = [(slot - 1) % size for slot in out.next]
             out.newest = times[np.arange(n), last].tolist() if n else []

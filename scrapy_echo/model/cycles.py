@@ -14,6 +14,7 @@ it follows a change of habits.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -100,6 +101,44 @@ class WeekProfile:
         rate[known] = np.nan_to_num(rates[source[known]], nan=0.0, posinf=0.0)
         np.add.at(self._links, (first, hours - 1), links)
         np.add.at(self._exposure, (first, hours - 1), rate * span / hours)
+
+    def to_data(self) -> dict[str, Any]:
+        """What was learned, as plain data (for snapshots); :attr:`enabled` is the driver's."""
+        return {
+            "memory": self.memory,
+            "iterations": self.iterations,
+            "level": self.level.copy(),
+            # (None until an interval is folded in: two tables of zeros need not be saved.)
+            "links": self._links.copy() if self.fitted else None,
+            "exposure": self._exposure.copy() if self.fitted else None,
+            "fitted_at": self._fitted_at,
+            "pending": [list(row) for row in self._pending],
+            "fitted": self.fitted,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> WeekProfile:
+        """From :meth:`to_data`; ``ValueError`` or ``TypeError`` if the data is not one."""
+        out = cls(memory=float(data["memory"]), iterations=int(data["iterations"]))
+        tables: dict[str, Any] = {}
+        for name, shape in (
+            ("level", (BINS,)),
+            ("links", (BINS, BINS)),
+            ("exposure", (BINS, BINS)),
+        ):
+            saved = data[name]
+            table = np.zeros(shape) if saved is None else np.asarray(saved, dtype=np.float64)
+            if table.shape != shape or not np.isfinite(table).all():
+                raise ValueError(f"week profile {name} of shape {table.shape}, not {shape}")
+            tables[name] = table.copy()
+        out.level, out._links, out._exposure = tables["level"], tables["links"], tables["exposure"]
+        out._fitted_at = float(data["fitted_at"])
+        out._pending = [
+            (int(source), float(start), float(end), int(links))
+            for source, start, end, links in data["pending"]
+        ][-MAX_PENDING:]
+        out.fitted = bool(data["fitted"])
+        return out
 
     def mean_between(self, start: FloatArray, end: FloatArray) -> FloatArray:
         """The mean of ``m`` over each ``(start, end]`` (1 where it is empty)."""

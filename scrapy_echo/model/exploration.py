@@ -15,6 +15,7 @@ does not say how it scaled them.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 SEED_RATIOS = (0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -108,6 +109,31 @@ class ExplorationShare:
     def found(self, value: float) -> None:
         if math.isfinite(value) and value > 0:
             self.value += value
+
+    def to_data(self) -> dict[str, Any]:
+        """What was learned and this cycle's counts, as plain data (for snapshots)."""
+        return {
+            "plays": list(self.bandit.plays),
+            "totals": list(self.bandit.totals),
+            "arm": self.arm,
+            "crawls": self.crawls,
+            "explored": self.explored,
+            "value": self.value,
+            "best": self.best,
+            "cycles": self.cycles,
+        }
+
+    def load_data(self, data: dict[str, Any]) -> None:
+        """Take :meth:`to_data` back; ``ValueError``, ``KeyError`` or ``TypeError`` if it is
+        not one for these ratios."""
+        plays, totals = [int(p) for p in data["plays"]], [float(t) for t in data["totals"]]
+        arm = int(data["arm"])
+        if not len(plays) == len(totals) == len(self.ratios) or not 0 <= arm < len(plays):
+            raise ValueError("exploration data for other exploitation ratios")
+        self.bandit.plays, self.bandit.totals, self.arm = plays, totals, arm
+        self.crawls, self.explored = int(data["crawls"]), int(data["explored"])
+        self.value, self.best = float(data["value"]), float(data["best"])
+        self.cycles = int(data["cycles"])
 
 
 __all__ = ["SEED_RATIOS", "ExplorationShare", "Ucb1"]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from scrapy_echo.model.curves import FloatArray
@@ -46,6 +48,12 @@ class EchoExplore(EchoNewPages):
                 explore = False
         share.crawled(explored=explore)
         return decision
+
+    def to_data(self) -> dict[str, Any]:
+        return {"exploration": self.exploration.to_data()}
+
+    def load_data(self, data: dict[str, Any]) -> None:
+        self.exploration.load_data(data["exploration"])
 
     def links_found(self, source: int, appeared: list[float], now: float) -> None:
         if source >= len(self.plan):

@@ -137,8 +137,9 @@ class Frontier:
         self._waiting = None
 
     def pages(self) -> list[WaitingPage]:
-        """Every waiting page (for persistence), in no particular order."""
-        return [item for queue in self._queues.values() for _, _, item in queue]
+        """Every waiting page (for persistence), each source's in the order they leave: pushed
+        again in that order, they leave as they would have (ties first in, first out)."""
+        return [item for queue in self._queues.values() for _, _, item in sorted(queue)]
 
     def _refresh(self, source: int, queue: list[tuple[float, int, WaitingPage]]) -> None:
         head = queue[0][2]

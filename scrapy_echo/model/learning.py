@@ -217,7 +217,7 @@ class SourceLearner:
             learned_priors=learned_priors,
             lent=lent,
         )
-        known = getattr(self, "_mean_known", None)  # (learners saved before it existed)
+        known = self._mean_known
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)
         shows = self.crawls.shown(floors=floors) if censoring else None
         return Estimates(lam, prof, mu, mean, shows)
@@ -231,8 +231,8 @@ class SourceLearner:
 
     # -- persistence ----------------------------------------------------------------------
     def to_data(self) -> dict[str, Any]:
-        """Plain data for a snapshot; :meth:`from_data` reverses it. The click fit is not
-        saved: the first estimates after a restore refit it."""
+        """Plain data for a snapshot; :meth:`from_data` reverses it (the click fit too: a
+        restored learner refits when the one saved would have, so it estimates as it would)."""
         return self.captured()()
 
     def captured(self) -> Callable[[], dict[str, Any]]:
@@ -254,6 +254,9 @@ class SourceLearner:
             "dropped_clicks": self.dropped_clicks,
             "received": self.received,
             "refit_every": self.refit_every,
+            "fit": _fit_data(self._fit, self._mean_clicks, self._mean_known),
+            "fitted_at": self._fitted_at,
+            "clicks_changed": self._clicks_changed,
         }
         return lambda: {**data, "crawls": crawls()}
 
@@ -280,7 +283,11 @@ class SourceLearner:
             out._pending[page] = [(float(ts), float(count)) for ts, count in rows]
         out._pending_rows = sum(len(rows) for rows in out._pending.values())
         out.dropped_clicks = int(data["dropped_clicks"])
-        out.received = float(data.get("received", 0.0))  # (absent before issue 18)
+        out.received = float(data["received"])
+        if data["fit"] is not None:
+            out._fit, out._mean_clicks, out._mean_known = _fit_from(data["fit"])
+        out._fitted_at = float(data["fitted_at"])
+        out._clicks_changed = bool(data["clicks_changed"])
         return out
 
     def _trim(self, now: float) -> None:
@@ -292,6 +299,43 @@ class SourceLearner:
             _, rows = self._pending.popitem(last=False)
             self._pending_rows -= len(rows)
             self.dropped_clicks += len(rows)
+
+
+def _fit_data(
+    fit: DecayFit | None, mean_clicks: FloatArray, mean_known: NDArray[np.bool_] | None
+) -> dict[str, Any] | None:
+    """The last click fit as plain data (arrays copied: a later fit replaces, never changes,
+    them; copied anyway, as every part of a capture is)."""
+    if fit is None:
+        return None
+    arrays = {name: getattr(fit, name).copy() for name in _FIT_FIELDS}
+    known = None if mean_known is None else mean_known.copy()
+    return {**arrays, "mean_clicks": mean_clicks.copy(), "mean_known": known}
+
+
+def _fit_from(
+    data: dict[str, Any],
+) -> tuple[DecayFit, FloatArray, NDArray[np.bool_] | None]:
+    arrays = {name: np.asarray(data[name]) for name in _FIT_FIELDS}
+    sizes = {array.shape for array in arrays.values()}
+    if len(sizes) != 1 or len(next(iter(sizes))) != 1:
+        raise ValueError("click fit arrays of different shapes")
+    fit = DecayFit(
+        profit=arrays["profit"].astype(np.float64),
+        decay=arrays["decay"].astype(np.float64),
+        pages=arrays["pages"].astype(np.float64),
+        residual=arrays["residual"].astype(np.float64),
+        fitted=arrays["fitted"].astype(bool),
+    )
+    known = data["mean_known"]
+    return (
+        fit,
+        np.asarray(data["mean_clicks"], dtype=np.float64),
+        None if known is None else np.asarray(known, dtype=bool),
+    )
+
+
+_FIT_FIELDS = ("profit", "decay", "pages", "residual", "fitted")
 
 
 def _site_rows(sites: NDArray[np.intp], rows: int) -> NDArray[np.intp]:

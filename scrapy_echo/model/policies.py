@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -126,6 +126,15 @@ class Policy(ABC):
         """A crawl of ``source`` at ``now`` found new pages that appeared at ``appeared``
         (estimates). Policies that learn from what their crawls find override this; the
         rest ignore it."""
+
+    def to_data(self) -> dict[str, Any]:
+        """What the policy learned or counted that its next choices depend on, as plain data
+        (for snapshots): nothing, but for policies that keep such a thing of their own."""
+        return {}
+
+    def load_data(self, data: dict[str, Any]) -> None:  # noqa: B027
+        """Take :meth:`to_data` back (``ValueError``, ``KeyError`` or ``TypeError`` if it is
+        not one); the plan is not in it: a re-solve makes it."""
 
     def crawl_times_changed(self) -> None:
         """Forget what :meth:`_due_source` and :meth:`_first_crawl` remember between calls
@@ -328,6 +337,12 @@ class FixedQuota(Policy):
         self.plan = replace(self.plan, estimates=estimates)
         return self.plan
 
+    def to_data(self) -> dict[str, Any]:
+        return {"source_crawls": self.source_crawls, "page_crawls": self.page_crawls}
+
+    def load_data(self, data: dict[str, Any]) -> None:
+        self.source_crawls, self.page_crawls = int(data["source_crawls"]), int(data["page_crawls"])
+
     def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
         plan = self._plan_for(last_crawl)
         total = self.source_crawls + self.page_crawls
@@ -376,6 +391,21 @@ class BreadthFirst(Policy):
         self._rng = np.random.default_rng(seed)
         self._order = np.zeros(0, dtype=np.intp)
         self._next = 0
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "order": self._order.tolist(),
+            "next": self._next,
+            "rng": self._rng.bit_generator.state,
+        }
+
+    def load_data(self, data: dict[str, Any]) -> None:
+        order = np.asarray(data["order"], dtype=np.intp)
+        if order.ndim != 1 or sorted(order.tolist()) != list(range(order.size)):
+            raise ValueError("a BFS order that is not a permutation of the sources")
+        rng = np.random.default_rng()
+        rng.bit_generator.state = data["rng"]
+        self._order, self._next, self._rng = order, int(data["next"]), rng
 
     def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
         waiting = frontier.waiting_sources()

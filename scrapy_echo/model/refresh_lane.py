@@ -88,6 +88,8 @@ class RefreshLane:
         self.planned_rate = 0.0  # refetches per second the last plan asked for
         self.changes = 0  # refetches that found the page changed
         self.incomparable = 0  # refetches with nothing to compare to the fetch before
+        # The slots the lane was asked for (capped: see CrawlCore.next_refresh) and served.
+        self.asks, self.served = 0.0, 0
 
     @property
     def enabled(self) -> bool:
@@ -207,19 +209,30 @@ class RefreshLane:
         return None if tracked is None else tracked.source
 
     def to_data(self) -> dict[str, Any]:
+        rank: dict[Hashable, int] = {}
+        for when, ticket, page in self._due:
+            tracked = self.pages.get(page)
+            if tracked is not None and when == tracked.due:  # (not an entry since replaced)
+                rank[page] = min(rank.get(page, ticket), ticket)
         return {
             "share": self.share,
             "stale_cost": self.stale_cost,
             "prior_period": self.prior_period,
             "max_pages": self.max_pages,
             "book": self.book.to_data(),
+            # Each page's place among the due ones (None: not due), so that pages due at the
+            # same time leave in the same order after a restore.
             "pages": [
-                [page, t.url, t.group, t.source, t.appeared, t.fetched, t.digest, t.interval]
+                [
+                    *(page, t.url, t.group, t.source, t.appeared, t.fetched, t.digest),
+                    *(t.interval, t.due, t.taken, rank.get(page)),
+                ]
                 for page, t in self.pages.items()
             ],
             "refetches": self.refetches,
             "changes": self.changes,
             "incomparable": self.incomparable,
+            "slots": [self.asks, self.served],
         }
 
     @classmethod
@@ -232,16 +245,23 @@ class RefreshLane:
             max_pages=int(data["max_pages"]),
         )
         out.book = ChangeBook.from_data(data["book"])
-        for page, url, group, source, appeared, fetched, digest, interval in data["pages"]:
+        ranked = []
+        for row in data["pages"]:
+            page, url, group, source, appeared, fetched, digest, interval, due, taken, rank = row
             tracked = Tracked(
                 str(url),
                 int(group), int(source), float(appeared), float(fetched),
-                None if digest is None else str(digest), float(interval),
+                None if digest is None else str(digest), float(interval), float(due), int(taken),
             )  # fmt: skip
             out.pages[page] = tracked
-            out._push(page, tracked)
+            if rank is not None:
+                ranked.append((int(rank), page))
+        for _, page in sorted(ranked):
+            out._push(page, out.pages[page], out.pages[page].due)
         out.refetches, out.changes = int(data["refetches"]), int(data["changes"])
-        out.incomparable = int(data.get("incomparable", 0))  # (saved before it was counted)
+        out.incomparable = int(data["incomparable"])
+        asks, served = data["slots"]
+        out.asks, out.served = float(asks), int(served)
         return out
 
 
