@@ -11,9 +11,13 @@ from scrapy_echo.model.plan import Plan
 
 def best_early_recrawl(now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
     """The source whose recrawl now is worth most, by ``V(τ) = (λP/μ) g(μτ)`` (``λPτ`` at
-    ``μ = 0``; 0 for sources the plan does not keep, and while a source's crawl time is still
-    to come), and that value."""
-    value = early_recrawl_values(now, last_crawl, plan)
+    ``μ = 0``; 0 for sources the plan does not keep), and that value."""
+    # A crawl time still to come (a back-off, a retired source) makes τ negative, where V
+    # grows without bound and overflows to inf: the reference policy, kept as first built,
+    # takes that source (tests/test_core.py). The overflow is that value, not a fault to warn
+    # of at every slot; ECHO-newpages clamps τ before it gets here.
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = early_recrawl_values(now, last_crawl, plan)
     best = int(value.argmax())
     return best, float(value[best])
 
@@ -22,9 +26,6 @@ def early_recrawl_values(now: float, last_crawl: FloatArray, plan: Plan) -> Floa
     """``V(τ)`` of every source (see :func:`best_early_recrawl`), a fresh array."""
     mu, scale, linear = plan.index_terms
     elapsed = np.subtract(now, last_crawl)
-    # A crawl time still to come (a source backing off, retired or removed) is no time
-    # elapsed: worth nothing yet. (g grows again below 0, up to an overflow at RETIRED.)
-    np.maximum(elapsed, 0.0, out=elapsed)
     # g(x) = 1 - (1 + x) e^{-x}; its cancellation at tiny x only blurs values that small.
     # In place, two buffers: this runs at every slot nothing is due in.
     value = np.multiply(mu, elapsed)
