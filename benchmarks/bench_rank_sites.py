@@ -1,7 +1,7 @@
 """Site ranking speed: ``echo-rank-sites``'s work on a 10^7-row page-view log, against reading
 the same file's rows with Python's csv module.
 
-Generates a synthetic CSV log (scrapy_echo.sim.pageviews: temporal and non-temporal sites, a
+Generates a synthetic CSV log (scrapy_echo.sim.pageview_synth: temporal and non-temporal sites, a
 huge non-temporal one and a tiny temporal one, 60 daily bins) of about ``--rows`` rows once,
 cached under ``--cache``. Then prints the median time of the full ranking as the command runs
 it (read and check every row, sites of the pages, fit, classify, score, write the CSV), the
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from scrapy_echo.inputs.pageview_log import read_page_views, sites_of_pages
 from scrapy_echo.model import temporal_sites as ts
-from scrapy_echo.pageviews import read_page_views, sites_of_pages
-from scrapy_echo.sim.pageviews import default_sites, write_log
+from scrapy_echo.sim.pageview_synth import default_sites, write_log
 
 
 def log_file(rows: int, cache: Path, seed: int) -> tuple[Path, str]:

@@ -37,7 +37,7 @@ from benchmarks.bench_state import (  # noqa: E402
     fingerprints,
     scheduler_with_state,
 )
-from scrapy_echo import snapshot as snapshots  # noqa: E402
+from scrapy_echo.core import snapshot as snapshots  # noqa: E402
 from scrapy_echo.distributed.iothread import RedisThread  # noqa: E402
 from scrapy_echo.distributed.store import RedisStore, key_base  # noqa: E402
 from tests.conftest import RedisServer  # noqa: E402

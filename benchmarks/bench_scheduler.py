@@ -22,9 +22,9 @@ from scrapy.http import HtmlResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.test import get_crawler
 
-from scrapy_echo.runtime import EchoRuntime
-from scrapy_echo.scheduler import EchoScheduler
-from scrapy_echo.spidermw import EchoSpiderMiddleware
+from scrapy_echo.crawler.runtime import EchoRuntime
+from scrapy_echo.crawler.scheduler import EchoScheduler
+from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
 
 
 class BenchSpider(scrapy.Spider):

@@ -33,9 +33,9 @@ from scrapy.utils.test import get_crawler
 from twisted.internet import defer, reactor, task
 from twisted.internet.threads import deferToThread
 
-from scrapy_echo.runtime import EchoRuntime
-from scrapy_echo.scheduler import EchoScheduler
-from scrapy_echo.seen import FingerprintSet
+from scrapy_echo.core.seen import FingerprintSet
+from scrapy_echo.crawler.runtime import EchoRuntime
+from scrapy_echo.crawler.scheduler import EchoScheduler
 
 DAY = 86400.0
 TTL = 30 * DAY

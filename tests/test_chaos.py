@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import redis
 
-from scrapy_echo import snapshot as snapshots
+from scrapy_echo.core import snapshot as snapshots
 from scrapy_echo.distributed.store import RedisStore, key_base
 from tests.conftest import RedisServer
 from tests.local_site import LocalNewsSite, Section

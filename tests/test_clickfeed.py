@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_echo.clickfeed import ClickFeedReader, ClickRow, InvalidClickRow, parse_click
+from scrapy_echo.inputs.clickfeed import ClickFeedReader, ClickRow, InvalidClickRow, parse_click
 
-LOGGER = "scrapy_echo.clickfeed"
+LOGGER = "scrapy_echo.inputs.clickfeed"
 
 
 def line(url: str = "http://example.com/a", ts: object = 60, clicks: object = 2) -> str:

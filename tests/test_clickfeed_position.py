@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_echo.clickfeed import ClickFeedReader
+from scrapy_echo.inputs.clickfeed import ClickFeedReader
 from tests.test_clickfeed import LOGGER, append, chunks, line, rows_strategy
 
 # -- positions carried to another host (a planner taking over) ---------------------------------

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import redis
 
-from scrapy_echo import snapshot as snapshots
+from scrapy_echo.core import snapshot as snapshots
+from scrapy_echo.core.state import CrawlState
+from scrapy_echo.crawler.extension import EchoExtension
 from scrapy_echo.distributed.store import RedisStore, key_base
-from scrapy_echo.extension import EchoExtension
-from scrapy_echo.state import CrawlState
 from tests.local_site import LocalNewsSite, Section
 from tests.test_distributed_crawl import FAST, Workers
 from tests.test_middlewares import setup
@@ -98,7 +98,7 @@ def test_a_feed_missing_at_take_over_is_counted_reported_once_and_read_when_it_a
     copy = tmp_path / "host-b" / "clicks.jsonl"  # not there yet (a mount, a sync still to come)
     crawler, second, second_feeds = planner_on(copy)
     take_over(first, second)
-    with caplog.at_level(logging.WARNING, logger="scrapy_echo.clickfeed"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_echo.inputs.clickfeed"):
         for _ in range(3):
             assert second_feeds.read_click_feeds() == 0
     assert crawler.stats.get_value("echo/clickfeed/missing") == 3

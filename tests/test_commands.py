@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_echo import snapshot
-from scrapy_echo.jobdir import FILE_NAME
+from scrapy_echo.core import snapshot
+from scrapy_echo.crawler.jobdir import FILE_NAME
 from tests.local_site import LocalNewsSite, Section
 
 pytestmark = pytest.mark.slow

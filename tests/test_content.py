@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from scrapy.http import HtmlResponse
 
+from scrapy_echo.crawler.spidermw import content_digest
 from scrapy_echo.model.content import changed, digest
-from scrapy_echo.spidermw import content_digest
 
 
 def response(body: bytes, etag: bytes | None = None) -> HtmlResponse:

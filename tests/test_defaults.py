@@ -6,9 +6,9 @@ import dataclasses
 
 from scrapy.settings import Settings
 
-from scrapy_echo.settings import EchoConfig
+from scrapy_echo.core.state_config import StateConfig
+from scrapy_echo.crawler.settings import EchoConfig
 from scrapy_echo.sim.engine import PAPER_SETUP, SimSettings
-from scrapy_echo.state_config import StateConfig
 
 # The simulator's own knobs: what the replayed world gives the crawler, not how it crawls.
 _SIM_ONLY = {"crawl_rate", "clicks", "signals", "clicks_before_crawl", "identity"}

@@ -14,7 +14,8 @@ import scrapy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_echo import codec
+from scrapy_echo.core import codec
+from scrapy_echo.core.state import fingerprint
 from scrapy_echo.distributed.wire import (
     InvalidPayload,
     RequestRules,
@@ -22,7 +23,6 @@ from scrapy_echo.distributed.wire import (
     encode_request,
 )
 from scrapy_echo.model.learning import SourceLearner
-from scrapy_echo.state import fingerprint
 
 
 class Spider(scrapy.Spider):
@@ -164,9 +164,8 @@ def test_codec_refuses_what_it_did_not_write(data: bytes) -> None:
 def test_planner_state_round_trips_through_a_snapshot() -> None:
     from scrapy.utils.test import get_crawler
 
-    from scrapy_echo import snapshot
-    from scrapy_echo.core import NewPage
-    from scrapy_echo.runtime import EchoRuntime
+    from scrapy_echo.core import NewPage, snapshot
+    from scrapy_echo.crawler.runtime import EchoRuntime
 
     crawler = get_crawler(Spider, {"ECHO_SOURCES": ["http://a.test/", "http://b.test/"]})
     crawler.spider = SPIDER
@@ -226,9 +225,9 @@ def test_large_arrays_are_stored_in_parts_and_streamed_as_the_same_json() -> Non
 def test_snapshot_is_what_the_state_was_when_captured() -> None:
     from scrapy.utils.test import get_crawler
 
-    from scrapy_echo import snapshot
+    from scrapy_echo.core import snapshot
     from scrapy_echo.core.events import SourceFetched
-    from scrapy_echo.runtime import EchoRuntime
+    from scrapy_echo.crawler.runtime import EchoRuntime
 
     crawler = get_crawler(Spider, {"ECHO_SOURCES": ["http://a.test/", "http://b.test/"]})
     crawler.spider = SPIDER
@@ -261,7 +260,7 @@ def test_snapshot_is_what_the_state_was_when_captured() -> None:
 
 
 def test_the_collector_pause_nests_and_leaves_a_paused_collector_paused() -> None:
-    from scrapy_echo.collector import collector_paused
+    from scrapy_echo.core.collector import collector_paused
 
     assert gc.isenabled()
     with collector_paused():
@@ -330,10 +329,10 @@ def test_every_request_the_project_queues_keeps_to_the_rules() -> None:
     from scrapy.utils.test import get_crawler
 
     from scrapy_echo.core import NewPage
-    from scrapy_echo.echo_requests import refresh_request, source_request
+    from scrapy_echo.core.source_status import SourceStatus
+    from scrapy_echo.crawler.echo_requests import refresh_request, source_request
+    from scrapy_echo.crawler.runtime import EchoRuntime
     from scrapy_echo.model.refresh_lane import Tracked
-    from scrapy_echo.runtime import EchoRuntime
-    from scrapy_echo.source_status import SourceStatus
 
     crawler = get_crawler(Spider, {"ECHO_SOURCES": ["http://a.test/"]})
     crawler.spider = SPIDER

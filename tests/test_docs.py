@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_echo.settings import DEFAULTS
+from scrapy_echo.crawler.settings import DEFAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,11 +16,11 @@ import scrapy
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
-from scrapy_echo import snapshot
-from scrapy_echo.extension import EchoExtension
-from scrapy_echo.jobdir import FILE_NAME
-from scrapy_echo.runtime import EchoRuntime
-from scrapy_echo.scheduler import EchoScheduler
+from scrapy_echo.core import snapshot
+from scrapy_echo.crawler.extension import EchoExtension
+from scrapy_echo.crawler.jobdir import FILE_NAME
+from scrapy_echo.crawler.runtime import EchoRuntime
+from scrapy_echo.crawler.scheduler import EchoScheduler
 
 
 class Spider(scrapy.Spider):
@@ -105,7 +105,7 @@ def test_checkpoint_round_trip(tmp_path) -> None:
 
 
 def test_history_is_thinned_keeping_its_span_and_newest_sample(tmp_path) -> None:
-    from scrapy_echo.history_samples import HISTORY_LIMIT
+    from scrapy_echo.core.history_samples import HISTORY_LIMIT
 
     state = open_scheduler(str(tmp_path / "job"), str(tmp_path / "c.jsonl")).state
     state.history.clear()
@@ -120,7 +120,7 @@ def test_unreadable_checkpoint_is_moved_aside(tmp_path, caplog) -> None:
     job = tmp_path / "job"
     job.mkdir()
     (job / FILE_NAME).write_bytes(b"not a pickle")
-    with caplog.at_level(logging.ERROR, logger="scrapy_echo.jobdir"):
+    with caplog.at_level(logging.ERROR, logger="scrapy_echo.crawler.jobdir"):
         scheduler = open_scheduler(str(job), str(tmp_path / "clicks.jsonl"))
     assert "unreadable" in caplog.text
     assert list(job.glob(f"{FILE_NAME}.unreadable-*"))
@@ -210,7 +210,7 @@ async def test_a_failed_save_is_logged_and_counted_and_the_loop_goes_on(tmp_path
     scheduler = open_scheduler(str(job), str(tmp_path / "c.jsonl"))
     scheduler.checkpointer.path = tmp_path / "a-file" / FILE_NAME
     (tmp_path / "a-file").write_text("not a directory")
-    with caplog.at_level(logging.ERROR, logger="scrapy_echo.jobdir"):
+    with caplog.at_level(logging.ERROR, logger="scrapy_echo.crawler.jobdir"):
         await scheduler.checkpointer.save()
     assert "failed" in caplog.text
     assert scheduler.crawler.stats.get_value("echo/jobdir/failed_saves") == 1

@@ -15,9 +15,9 @@ from scrapy import Request
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
-from scrapy_echo import codec
-from scrapy_echo.in_flight import InFlight
-from scrapy_echo.jobdir import FILE_NAME
+from scrapy_echo.core import codec
+from scrapy_echo.crawler.in_flight import InFlight
+from scrapy_echo.crawler.jobdir import FILE_NAME
 from tests.crawling import crawl, start_crawl
 from tests.local_site import LocalNewsSite, Section
 from tests.test_jobdir import Spider, open_scheduler, page
@@ -68,7 +68,7 @@ def test_a_request_in_flight_gives_way_to_its_redirect_and_is_let_go_if_never_do
     assert flying.holding(50.0) == [other]
     late = Request("http://a.test/3")
     flying.handed(late, 60.0)
-    with caplog.at_level(logging.WARNING, logger="scrapy_echo.in_flight"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_echo.crawler.in_flight"):
         assert flying.holding(150.0) == [late]  # handed 150 s ago, never done
         assert flying.holding(200.0) == []
     assert stats.get_value("echo/jobdir/in_flight_let_go") == 2
@@ -96,7 +96,7 @@ def test_requests_naming_a_renamed_callback_are_skipped_and_named_once(tmp_path,
     first.enqueue_request(Request("http://c.test/plain"))
     first.close("shutdown")
 
-    with caplog.at_level(logging.WARNING, logger="scrapy_echo.jobdir"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_echo.crawler.jobdir"):
         second = open_scheduler(job, feed)  # the spider now has parse only
     stats = second.crawler.stats
     assert [r.url for r in second.plain] == ["http://c.test/plain"]
@@ -160,7 +160,7 @@ def test_an_unreadable_checkpoint_is_set_aside_and_the_crawl_starts_afresh(
     first.enqueue_request(page("http://a.test/x", 0))
     first.close("shutdown")
     (job / FILE_NAME).write_bytes(damage((job / FILE_NAME).read_bytes()))
-    with caplog.at_level(logging.ERROR, logger="scrapy_echo.jobdir"):
+    with caplog.at_level(logging.ERROR, logger="scrapy_echo.crawler.jobdir"):
         second = open_scheduler(str(job), feed)
     (aside,) = job.glob(f"{FILE_NAME}.unreadable-*")
     assert f"{job / FILE_NAME} unreadable" in caplog.text

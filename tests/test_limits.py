@@ -168,7 +168,7 @@ def test_interval_bound_settings_are_checked() -> None:
     from scrapy.exceptions import NotConfigured
     from scrapy.settings import Settings
 
-    from scrapy_echo.settings import EchoConfig
+    from scrapy_echo.crawler.settings import EchoConfig
 
     config = EchoConfig.from_settings(Settings({"ECHO_MIN_INTERVAL": 60}))
     assert config.min_interval == 60 and config.max_interval == math.inf

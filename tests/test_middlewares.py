@@ -11,9 +11,9 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, XmlResponse
 from scrapy.utils.test import get_crawler
 
-from scrapy_echo.downloadermw import EchoDownloaderMiddleware
-from scrapy_echo.runtime import EchoRuntime
-from scrapy_echo.spidermw import EchoSpiderMiddleware
+from scrapy_echo.crawler.downloadermw import EchoDownloaderMiddleware
+from scrapy_echo.crawler.runtime import EchoRuntime
+from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
 
 
 class Spider(scrapy.Spider):
@@ -90,7 +90,7 @@ def test_failing_source_backs_off_doubling() -> None:
 
 
 def test_a_source_retired_after_its_failures_sends_the_signal_once() -> None:
-    from scrapy_echo.signals import source_retired
+    from scrapy_echo.crawler.signals import source_retired
 
     crawler, runtime, _ = setup(ECHO_SOURCE_MAX_FAILURES=2)
     retired: list[tuple[str, str]] = []
@@ -203,7 +203,7 @@ def test_spider_may_name_its_page_callback() -> None:
 
 
 def test_page_found_signal_for_each_new_page() -> None:
-    from scrapy_echo.signals import page_found
+    from scrapy_echo.crawler.signals import page_found
 
     crawler, runtime, _ = setup()
     found: list[tuple[str, str]] = []
@@ -244,7 +244,7 @@ def test_backlog_setting_decides_what_a_first_crawl_yields(backlog: str) -> None
 def test_bad_backlog_setting_is_refused() -> None:
     from scrapy.settings import Settings
 
-    from scrapy_echo.settings import EchoConfig
+    from scrapy_echo.crawler.settings import EchoConfig
 
     with pytest.raises(NotConfigured, match="ECHO_BACKLOG"):
         EchoConfig.from_settings(Settings({"ECHO_BACKLOG": "all"}))

@@ -7,9 +7,9 @@ from datetime import datetime, timezone
 from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
 from scrapy.linkextractors import LinkExtractor
 
-from scrapy_echo.identity import site_of
-from scrapy_echo.outlinks import extract_outlinks, published_time
-from scrapy_echo.published import parse_time
+from scrapy_echo.core.identity import site_of
+from scrapy_echo.sources.outlinks import extract_outlinks, published_time
+from scrapy_echo.sources.published import parse_time
 
 
 def html(url: str, body: str) -> HtmlResponse:

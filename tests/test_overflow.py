@@ -17,7 +17,7 @@ from scrapy_echo.model.crawl_history import CrawlHistory
 from scrapy_echo.model.overflow import KEPT, OverflowWatch
 from scrapy_echo.model.registry import make_policy
 from scrapy_echo.sim.engine import SimSettings, simulate
-from scrapy_echo.sim.rates import rate_errors
+from scrapy_echo.sim.rate_errors import rate_errors
 from scrapy_echo.sim.synth import SynthParams, synthesize
 from scrapy_echo.sim.trace import load_trace, write_trace
 
@@ -197,7 +197,7 @@ def test_replay_of_a_dated_trace_of_full_hubs_recovers_their_rates() -> None:
 
 
 def test_echo_report_names_the_sources_whose_rate_is_only_a_floor() -> None:
-    from scrapy_echo.report import Report
+    from scrapy_echo.commands.state_report import Report
 
     hub = Hub(1 / 60, 10, dated=False)
     core = crawled_every(hub, 1800.0, 12, "echo-newpages")

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scrapy_echo import codec
-from scrapy_echo.core import CrawlCore
+from scrapy_echo.core import CrawlCore, codec
 from scrapy_echo.core.events import SourceFetched
 from scrapy_echo.model.overlap import MIN_LINKS, Overlap, OverlapBook, credit_overlaps
 from scrapy_echo.model.registry import make_policy
@@ -136,8 +135,8 @@ def test_echo_newpages_crawls_mirrors_less_than_echo_paper() -> None:
 def test_echo_report_lists_the_overlapping_pairs() -> None:
     from types import SimpleNamespace
 
+    from scrapy_echo.commands.state_report import Report
     from scrapy_echo.model.plan import Estimates, Plan
-    from scrapy_echo.report import Report
 
     book = noted(OverlapBook(2), 0, 1)
     book.record(0, marks(*range(12)), [False] * 12)

@@ -22,6 +22,7 @@ from scrapy.exceptions import UsageError
 
 from scrapy_echo.commands.discover import _read_hosts
 from scrapy_echo.commands.rank_sites import _read_labels
+from scrapy_echo.inputs.pageview_log import read_page_views, sites_of_pages
 from scrapy_echo.model.temporal_sites import (
     InterestCurves,
     TemporalPages,
@@ -32,8 +33,7 @@ from scrapy_echo.model.temporal_sites import (
     prf,
     score_sites,
 )
-from scrapy_echo.pageviews import read_page_views, sites_of_pages
-from scrapy_echo.sim.pageviews import default_sites, write_labels, write_log
+from scrapy_echo.sim.pageview_synth import default_sites, write_labels, write_log
 
 SCRAPY = [sys.executable, "-m", "scrapy"]
 
@@ -239,7 +239,7 @@ def test_bad_rows_are_skipped_counted_by_kind_and_logged_once(tmp_path: Path, ca
 def test_the_column_path_and_the_row_path_read_the_same(tmp_path: Path, monkeypatch) -> None:
     """A CSV in many blocks, one bad row in a block, an ISO time in another: the same rows as
     JSON Lines read row by row by the click feed's own code."""
-    from scrapy_echo import pageviews
+    from scrapy_echo.inputs import pageview_log as pageviews
 
     monkeypatch.setattr(pageviews, "BLOCK_BYTES", 1 << 16)
     taken = []

@@ -10,8 +10,8 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from scrapy_echo.runtime import EchoRuntime
-from scrapy_echo.scheduler import EchoScheduler
+from scrapy_echo.crawler.runtime import EchoRuntime
+from scrapy_echo.crawler.scheduler import EchoScheduler
 
 
 class Spider(scrapy.Spider):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_echo.seen import FingerprintSet, Housekeeping, Remembered, run_inline
+from scrapy_echo.core.seen import FingerprintSet, Housekeeping, Remembered, run_inline
 
 TTL = 80.0  # a period of 10 s
 

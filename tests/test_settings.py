@@ -9,7 +9,7 @@ import pytest
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
-from scrapy_echo.settings import DEFAULTS, EchoConfig, read_sources
+from scrapy_echo.crawler.settings import DEFAULTS, EchoConfig, read_sources
 
 
 def config(**values: object) -> EchoConfig:

@@ -9,9 +9,9 @@ import math
 import pytest
 
 import scrapy_echo
-from scrapy_echo.clickfeed import InvalidClickRow
 from scrapy_echo.core.events import SignalsArrived
-from scrapy_echo.signalfeed import SignalFeedReader, SignalRow, parse_signal
+from scrapy_echo.inputs.clickfeed import InvalidClickRow
+from scrapy_echo.inputs.signalfeed import SignalFeedReader, SignalRow, parse_signal
 from tests.test_middlewares import setup
 
 
@@ -108,7 +108,7 @@ def test_a_worker_without_the_state_sends_signals_to_the_planner() -> None:
 
 
 def test_the_extension_tails_the_signal_feed(tmp_path) -> None:
-    from scrapy_echo.extension import EchoExtension
+    from scrapy_echo.crawler.extension import EchoExtension
 
     feed = tmp_path / "signals.jsonl"
     feed.write_text(json.dumps({"url": "http://news.test/", "ts": 150}) + "\n" + "{}\n")
@@ -137,7 +137,7 @@ def index_response(request, lastmods: dict[str, str]):
 
 
 def test_a_sitemap_index_signals_the_sitemaps_whose_lastmod_moved() -> None:
-    from scrapy_echo.spidermw import EchoSpiderMiddleware
+    from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
     from tests.test_middlewares import source_request
 
     crawler, runtime, clock = setup()
@@ -163,7 +163,7 @@ def test_a_sitemap_index_signals_the_sitemaps_whose_lastmod_moved() -> None:
 def test_a_dated_link_to_a_known_source_signals_it() -> None:
     from scrapy.http import XmlResponse
 
-    from scrapy_echo.spidermw import EchoSpiderMiddleware
+    from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
     from tests.test_middlewares import source_request
 
     crawler, runtime, _ = setup()
@@ -183,7 +183,7 @@ def test_a_dated_link_to_a_known_source_signals_it() -> None:
 
 
 def test_a_missing_signal_feed_is_counted_and_read_when_it_appears(tmp_path) -> None:
-    from scrapy_echo.extension import EchoExtension
+    from scrapy_echo.crawler.extension import EchoExtension
 
     feed = tmp_path / "signals.jsonl"
     crawler, runtime, clock = setup(ECHO_SIGNAL_FEED=str(feed))

@@ -135,7 +135,7 @@ def test_the_learner_pools_by_site_only_when_given_sites() -> None:
 
 
 def test_echo_report_pools_by_site_as_the_crawl_does_and_says_how_much() -> None:
-    from scrapy_echo.report import Report
+    from scrapy_echo.commands.state_report import Report
 
     links, span, site, _ = sites_that_matter()
     learner = SourceLearner(links.size)

@@ -10,8 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_echo import snapshot
-from scrapy_echo.core import CrawlCore, NewPage
+from scrapy_echo.core import CrawlCore, NewPage, snapshot
 from scrapy_echo.core.events import (
     PageFetched,
     SourceAdded,

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from scrapy_echo.core.events import SourceAdded, SourceRemoved, from_json
-from scrapy_echo.source_control import (
+from scrapy_echo.inputs.source_control import (
     COMMANDS_FILE,
     SourcesFile,
     append_commands,
@@ -161,9 +161,9 @@ def test_a_live_crawl_follows_its_sources_file(tmp_path: Path) -> None:
 
 
 def test_the_report_counts_removed_sources_and_plans_nothing_for_them(tmp_path: Path) -> None:
-    from scrapy_echo import snapshot
-    from scrapy_echo.jobdir import FILE_NAME
-    from scrapy_echo.report import Report
+    from scrapy_echo.commands.state_report import Report
+    from scrapy_echo.core import snapshot
+    from scrapy_echo.crawler.jobdir import FILE_NAME
 
     scheduler, _ = make_scheduler(
         ECHO_SOURCES=["http://a.test/", "http://b.test/"], JOBDIR=str(tmp_path)

@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 import pytest
 from scrapy.http import HtmlResponse, Request, Response, TextResponse, XmlResponse
 
-from scrapy_echo.identity import PageIdentity, SameSite
-from scrapy_echo.outlinks import published_time, read_source
-from scrapy_echo.published import parse_time
-from scrapy_echo.spidermw import page_aliases
+from scrapy_echo.core.identity import PageIdentity, SameSite
+from scrapy_echo.crawler.spidermw import page_aliases
+from scrapy_echo.sources.outlinks import published_time, read_source
+from scrapy_echo.sources.published import parse_time
 
 NOON = datetime(2026, 11, 20, 12, tzinfo=timezone.utc).timestamp()
 

@@ -31,8 +31,8 @@ import scrapy
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import DontCloseSpider, UsageError
 
-from scrapy_echo.outlinks import extract_outlinks, published_time
-from scrapy_echo.settings import read_sources
+from scrapy_echo.crawler.settings import read_sources
+from scrapy_echo.sources.outlinks import extract_outlinks, published_time
 
 _FEED_TYPES = ("application/rss+xml", "application/atom+xml")
 

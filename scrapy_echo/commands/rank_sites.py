@@ -15,9 +15,9 @@ OUT gets the chosen sites, best first: the --top K, or without --top those scori
 temporal_views; ``scrapy echo-discover OUT`` takes it as its host list.
 
 With --labels FILE (CSV ``site,temporal``, 1/0 or true/false), a site is predicted temporal
-when it is written to OUT. The command prints, over the labelled sites, the seed's hits
+when it is written to OUT. The command prints, over the labelled sites, the paper's hits
 (right either way), misses, false alarms and Performance = A hit - B miss - C false alarm
-(--weights A,B,C), precision, recall and F; and the seed's page-level measure of the written
+(--weights A,B,C), precision, recall and F; and the paper's page-level measure of the written
 sites: precision = their temporal pages / their pages, recall = their temporal pages / all
 temporal pages.
 """
@@ -33,9 +33,9 @@ import numpy as np
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from scrapy_echo.identity import site_of, site_of_host
+from scrapy_echo.core.identity import site_of, site_of_host
+from scrapy_echo.inputs.pageview_log import read_page_views, sites_of_pages
 from scrapy_echo.model import temporal_sites as ts
-from scrapy_echo.pageviews import read_page_views, sites_of_pages
 
 # site first: echo-discover reads the file as its host list.
 COLUMNS = (
@@ -89,7 +89,7 @@ class Command(ScrapyCommand):
             help="classify pages already viewed in the log's first bin",
         )
         add("--format", choices=("csv", "jsonl"), help="LOG's format (default: its suffix)")
-        add("--labels", help="CSV site,temporal: print the seed's measures against it")
+        add("--labels", help="CSV site,temporal: print the paper's measures against it")
         add("--weights", default="1,1,1", help="A,B,C of Performance (1,1,1)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -163,7 +163,7 @@ def _check(opts: argparse.Namespace) -> tuple[float, float, tuple[float, float, 
     if not (alpha >= 0 and beta >= 0 and abs(alpha + beta - 1) < 1e-9):
         raise UsageError(
             f"--alpha ({alpha:g}) and --beta ({beta:g}) must be >= 0 and sum to 1 "
-            "(the seed's 3:2 is 0.6 and 0.4)"
+            "(the paper's 3:2 is 0.6 and 0.4)"
         )
     try:
         a, b, c = (float(w) for w in opts.weights.split(","))

@@ -38,7 +38,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--budget", type=float, default=None, help="requests/s to solve for")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        from scrapy_echo.report import Report
+        from scrapy_echo.commands.state_report import Report
 
         assert self.settings is not None
         snapshot = saved_state.load(opts, self.settings)

@@ -29,13 +29,13 @@ def check(opts: argparse.Namespace) -> None:
 
 
 def load(opts: argparse.Namespace, settings: BaseSettings) -> dict[str, Any]:
-    """The saved snapshot (:func:`scrapy_echo.snapshot.read`); ``UsageError`` if none."""
+    """The saved snapshot (:func:`scrapy_echo.core.snapshot.read`); ``UsageError`` if none."""
     check(opts)
-    from scrapy_echo import snapshot
-    from scrapy_echo.codec import CodecError
+    from scrapy_echo.core import snapshot
+    from scrapy_echo.core.codec import CodecError
 
     if opts.jobdir:
-        from scrapy_echo.jobdir import FILE_NAME
+        from scrapy_echo.crawler.jobdir import FILE_NAME
 
         path = Path(opts.jobdir) / FILE_NAME
         if not path.exists():

@@ -53,7 +53,7 @@ class Command(ScrapyCommand):
             raise UsageError(f"{operation} needs at least one URL")
         try:
             if opts.jobdir:
-                from scrapy_echo.source_control import append_commands
+                from scrapy_echo.inputs.source_control import append_commands
 
                 append_commands(Path(opts.jobdir), operation, urls)
             else:
@@ -64,7 +64,7 @@ class Command(ScrapyCommand):
 
     def _send(self, opts: argparse.Namespace, operation: str, urls: list[str]) -> None:
         from scrapy_echo.core.events import SourceAdded, SourceRemoved, to_json
-        from scrapy_echo.settings import read_sources
+        from scrapy_echo.crawler.settings import read_sources
 
         assert self.settings is not None
         read_sources(urls)
@@ -80,7 +80,7 @@ class Command(ScrapyCommand):
         snapshot = saved_state.load(opts, self.settings)
         rows = [status.summary() for status in snapshot["sources"]]
         if opts.jobdir:
-            from scrapy_echo.source_control import pending_commands
+            from scrapy_echo.inputs.source_control import pending_commands
 
             rows += [
                 {"url": url, "status": f"pending {operation}"}

@@ -1,6 +1,6 @@
 """The crawl's one writer: typed observations in, decisions and plans out, no I/O.
 
-:class:`CrawlCore` owns the crawl state (:class:`~scrapy_echo.state.CrawlState`: sources,
+:class:`CrawlCore` owns the crawl state (:class:`~scrapy_echo.core.state.CrawlState`: sources,
 crawl times, seen links, the learner, the frontier) and the policy. Three drivers move it, and
 only their fetcher and clock differ:
 
@@ -36,16 +36,18 @@ from scrapy_echo.core.events import (
     SourceRemoved,
 )
 from scrapy_echo.core.hosts import SourceHosts
-from scrapy_echo.identity import fold_scheme
+from scrapy_echo.core.identity import fold_scheme
+from scrapy_echo.core.seen import Housekeeping, run_inline
+from scrapy_echo.core.source_status import SourceStatus
+from scrapy_echo.core.state import CrawlState, fingerprint
+from scrapy_echo.core.state_config import StateConfig
+from scrapy_echo.core.view import CrawlView
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.cycles import rate_factor
 from scrapy_echo.model.frontier import WaitingPage
 from scrapy_echo.model.limits import ScheduleLimits
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Decision, Policy
-from scrapy_echo.seen import Housekeeping, run_inline
-from scrapy_echo.state import CrawlState, fingerprint
-from scrapy_echo.state_config import StateConfig
 
 logger = logging.getLogger(__name__)
 
@@ -119,10 +121,13 @@ class CrawlCore:
         # puts the O(n) part on a thread so the reactor never waits for it.
         self.run_housekeeping: Callable[[Housekeeping], None] = run_inline
 
-    def reset(self, state: CrawlState | None, policy: Policy | None = None) -> None:
-        """Start over from ``state`` (a restored one; ``None``: empty), with ``policy`` if
-        given (a planner taking over wants one with no plan of another state), as a resumed
-        crawl or a planner taking over or stepping down does."""
+    def reset(self, state: CrawlView | None, policy: Policy | None = None) -> None:
+        """Start over from ``state`` (one :func:`scrapy_echo.core.snapshot.restore` built;
+        ``None``: empty), with ``policy`` if given (a planner taking over wants one with no
+        plan of another state), as a resumed crawl or a planner taking over or stepping down
+        does."""
+        if state is not None and not isinstance(state, CrawlState):
+            raise TypeError(f"not a restored crawl state: {type(state).__name__}")
         self.state = CrawlState(self.config) if state is None else state
         if policy is not None:
             self.policy = policy
@@ -203,6 +208,15 @@ class CrawlCore:
             self.policy.crawl_times_changed()  # due again: a crawl time went back
             logger.info("ECHO source %s added again: crawled again", url)
 
+    def status_of(self, url: str) -> SourceStatus | None:
+        """The status of source ``url`` (as given, or any URL with its key), if it is one."""
+        state = self.state
+        try:
+            source = state.source_ids.get(self.config.identity.key(url))
+        except ValueError:
+            return None
+        return None if source is None else state.sources[source]
+
     @property
     def refreshing(self) -> bool:
         """Whether the refresh lane runs: the policy refreshes and the lane has a share."""
@@ -240,7 +254,7 @@ class CrawlCore:
         """A change-indicating signal naming ``url`` at ``t`` (docs/how-it-works.rst,
         "Change-indicating signals"): a source, or a page found on one (its source is
         signalled). What became of it: ``"source"``, ``"page"``, ``"stale"`` (from before
-        the source's last crawl, which saw that change already: seed 002's guard against
+        the source's last crawl, which saw that change already: Busa-Fekete et al.'s guard against
         late signals), ``"inactive"`` (a retired or removed source) or ``"unmatched"``."""
         state = self.state
         try:

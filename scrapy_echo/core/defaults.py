@@ -1,5 +1,5 @@
 """Every ``ECHO_*`` setting's default, in one place: the crawl's settings
-(:mod:`scrapy_echo.settings` parses and checks them) and the simulator's
+(:mod:`scrapy_echo.crawler.settings` parses and checks them) and the simulator's
 (:class:`~scrapy_echo.sim.engine.SimSettings`) both start from these. Plain data, so that
 the core and the simulator need no Scrapy to read them."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scrapy_echo.identity import DEFAULT_STRIP_PARAMS
+from scrapy_echo.core.identity import DEFAULT_STRIP_PARAMS
 
 DEFAULTS: dict[str, Any] = {
     "ECHO_ENABLED": True,

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from numpy.typing import NDArray
 
-from scrapy_echo.identity import site_of_host
+from scrapy_echo.core.identity import site_of_host
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.limits import ScheduleLimits
 
@@ -42,7 +42,7 @@ class SourceHosts:
 
     def sites(self, sources: Sequence[_Located]) -> NDArray[np.intp]:
         """Per source, its site's index (sites numbered as first seen; a site is a
-        registered domain: :func:`~scrapy_echo.identity.site_of_host`)."""
+        registered domain: :func:`~scrapy_echo.core.identity.site_of_host`)."""
         host_of = self.indices(sources)
         for host in list(self._hosts)[len(self._site_of_host) :]:  # (in index order)
             site = site_of_host(host)

@@ -4,5 +4,5 @@
 - :mod:`.leases`: the leases a worker holds; :mod:`.dedup`: events sent twice applied once.
 - :mod:`.planner`: the one worker at a time that holds the state and runs the policy.
 - :mod:`.store` and :mod:`.scripts`: keys and atomic Lua scripts.
-- :mod:`.wire`: requests as data, never pickle (the state: :mod:`scrapy_echo.snapshot`).
+- :mod:`.wire`: requests as data, never pickle (the state: :mod:`scrapy_echo.core.snapshot`).
 """

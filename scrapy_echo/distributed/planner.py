@@ -22,8 +22,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from scrapy_echo import snapshot as snapshots
-from scrapy_echo.codec import CodecError
+from scrapy_echo.core import snapshot as snapshots
+from scrapy_echo.core.codec import CodecError
 from scrapy_echo.core.events import (
     Event,
     InvalidEvent,
@@ -33,6 +33,8 @@ from scrapy_echo.core.events import (
     SourceNotModified,
     from_json,
 )
+from scrapy_echo.core.view import CrawlView
+from scrapy_echo.crawler.settings import read_sources
 from scrapy_echo.distributed.clock import MAX_AHEAD
 from scrapy_echo.distributed.dedup import EventDedup
 from scrapy_echo.distributed.request_ids import (
@@ -43,14 +45,12 @@ from scrapy_echo.distributed.request_ids import (
     source_id,
 )
 from scrapy_echo.model.registry import make_policy
-from scrapy_echo.settings import read_sources
-from scrapy_echo.state import CrawlState
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
 
+    from scrapy_echo.crawler.runtime import EchoRuntime
     from scrapy_echo.distributed.store import RedisStore
-    from scrapy_echo.runtime import EchoRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class Loaded:
     """A saved state read and rebuilt off the reactor (:meth:`Planner.load`)."""
 
     ticket: int
-    state: CrawlState | None = None  # None: none saved, or unreadable (then ``error``)
+    state: CrawlView | None = None  # None: none saved, or unreadable (then ``error``)
     last_event: str = "0-0"
     feeds: Any = None
     dedup: EventDedup = field(default_factory=EventDedup)
@@ -314,7 +314,7 @@ class Planner:
 
     def take_signals(self, entries: list[dict[bytes, bytes]]) -> None:
         """The signals users added to the ``signals`` stream (fields ``url`` and ``ts``),
-        checked and counted as every signal is (:mod:`scrapy_echo.signalfeed`)."""
+        checked and counted as every signal is (:mod:`scrapy_echo.inputs.signalfeed`)."""
         if not entries:
             return
         rows: list[dict[str, object]] = []

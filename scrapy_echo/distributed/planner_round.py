@@ -22,10 +22,10 @@ from scrapy_echo.distributed.planner import EVENTS_PER_ROUND, Planner
 if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
 
-    from scrapy_echo import snapshot as snapshots
+    from scrapy_echo.core import snapshot as snapshots
+    from scrapy_echo.crawler.runtime import EchoRuntime
     from scrapy_echo.distributed.iothread import RedisThread
     from scrapy_echo.distributed.store import RedisStore
-    from scrapy_echo.runtime import EchoRuntime
 
 
 logger = logging.getLogger(__name__)

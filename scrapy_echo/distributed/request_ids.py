@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scrapy_echo.state import fingerprint
-from scrapy_echo.urls import canonical_url
+from scrapy_echo.core.state import fingerprint
+from scrapy_echo.sources.urls import canonical_url
 
 if TYPE_CHECKING:
     from scrapy import Request

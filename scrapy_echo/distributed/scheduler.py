@@ -35,9 +35,11 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import LoopingCall
 
-from scrapy_echo import source_control
-from scrapy_echo.callbacks import check_page_callback
 from scrapy_echo.core.events import Event, SourceAdded, SourceFetched, to_json
+from scrapy_echo.crawler.callbacks import check_page_callback
+from scrapy_echo.crawler.runtime import EchoComponent
+from scrapy_echo.crawler.scheduler import EchoScheduler
+from scrapy_echo.crawler.settings import read_sources
 from scrapy_echo.distributed import preflight
 from scrapy_echo.distributed.clock import FleetClock
 from scrapy_echo.distributed.connection import redis_client
@@ -48,17 +50,15 @@ from scrapy_echo.distributed.planner import Planner
 from scrapy_echo.distributed.planner_round import PlannerRound
 from scrapy_echo.distributed.store import Exchange, RedisStore, Reply, key_base
 from scrapy_echo.distributed.wire import RequestRules
-from scrapy_echo.runtime import EchoComponent
-from scrapy_echo.scheduler import EchoScheduler
-from scrapy_echo.settings import read_sources
-from scrapy_echo.source_control import SOURCES_POLL, SourcesFile
+from scrapy_echo.inputs import source_control
+from scrapy_echo.inputs.source_control import SOURCES_POLL, SourcesFile
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
-    from scrapy_echo import snapshot as snapshots
-    from scrapy_echo.runtime import EchoRuntime
+    from scrapy_echo.core import snapshot as snapshots
+    from scrapy_echo.crawler.runtime import EchoRuntime
 
 logger = logging.getLogger(__name__)
 

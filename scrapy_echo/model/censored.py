@@ -1,7 +1,7 @@
 """``λ`` from crawls whose counts may be floors: a Poisson rate with right-censored counts.
 
 A crawl of a hub that overflowed (:mod:`scrapy_echo.model.overflow`) found ``n`` new links
-where ``N ≥ n`` came: seed 003's incomplete observations, here as counts rather than changed
+where ``N ≥ n`` came: Ford et al.'s incomplete observations, here as counts rather than changed
 or not (Ford, Grimes, Tassone; docs/how-it-works.rst, "Hubs that show only their latest
 links"). The maximum-likelihood rate over a source's window solves
 

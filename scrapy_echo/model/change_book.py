@@ -1,7 +1,7 @@
 """Per-group change observations, small enough to update at every refetch and re-solve at will
 (docs/how-it-works.rst, "Refreshing pages that change").
 
-Eq. 2 of seed 003 needs every changed interval, not a sum. :class:`ChangeBook` keeps them as
+Eq. 2 of Ford et al. needs every changed interval, not a sum. :class:`ChangeBook` keeps them as
 counts on a log grid of interval lengths (``bins_per_doubling`` bins per factor of 2, from
 ``shortest`` seconds up, ``doublings`` factors of 2), each standing for its bin's geometric
 middle, so no interval is off by more than a factor ``s = 2^{1/(2·bins_per_doubling)}``.

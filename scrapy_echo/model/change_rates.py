@@ -1,14 +1,13 @@
 """Change rates from censored observations: was a page changed between two fetches or not
-(content hash or ETag), pooled per group (a site or section). Seed 003 (Ford, Grimes,
-Tassone) and the estimators it builds on; docs/how-it-works.rst, "Refreshing pages that
-change".
+(content hash or ETag), pooled per group (a site or section): the estimators of Ford, Grimes
+and Tassone and those they build on (docs/how-it-works.rst, "Refreshing pages that change").
 
-- :func:`change_rates`: the maximum-likelihood rate for irregular intervals (the seed's
+- :func:`change_rates`: the maximum-likelihood rate for irregular intervals (the paper's
   eq. 2, Cho and Garcia-Molina), ``Σ_changed t/(e^{λt} - 1) = Σ_unchanged t``, solved for every
   group at once, with two pseudo-observations added to each group (the prior: a change seen
   after 1 h and none after 57 h, which alone give ``Δ̂ = 1/log(58/57) ≈ 57.5 h``). Without a
   prior, a group that never changed gets ``Δ̂ =`` the sum of its intervals and one that always
-  changed its shortest interval (the seed's substitutes).
+  changed its shortest interval (the paper's substitutes).
 - :func:`regular_interval_rate`: Cho and Garcia-Molina's estimator for a fixed interval ``C``
   (eq. 1, read the right way round: ``λ̂C = -log((n - X + ½)/(n + ½))``).
 - :func:`fit_prior`: the pseudo-observation pair fitted to many groups (empirical Bayes).
@@ -207,7 +206,7 @@ def solve(
     converged = not live.any()
     _, slope = score(rate)
     information = np.where(solved, rate * rate * slope, 0.0)
-    # The seed's substitutes: never changed -> Δ̂ = all time seen; always changed -> shortest.
+    # The paper's substitutes: never changed -> Δ̂ = all time seen; always changed -> shortest.
     never = (changes == 0) & (unchanged > 0)
     always = (changes > 0) & (unchanged == 0)
     rate[never] = 1.0 / unchanged[never]
@@ -219,7 +218,7 @@ def regular_interval_rate(
     changes: ArrayLike, intervals: ArrayLike, interval: ArrayLike
 ) -> FloatArray:
     """Cho and Garcia-Molina's rate for ``intervals`` fetches every ``interval`` seconds of
-    which ``changes`` saw a change: ``λ̂ = -log((n - X + ½)/(n + ½)) / C`` (the seed's eq. 1
+    which ``changes`` saw a change: ``λ̂ = -log((n - X + ½)/(n + ½)) / C`` (the paper's eq. 1
     prints the left side as ``Δ/C``; it is ``C/Δ̂``).
 
     >>> regular_interval_rate([0, 3, 10], 10, 3600.0).round(8).tolist()

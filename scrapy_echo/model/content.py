@@ -1,10 +1,11 @@
 """Whether a page changed between two fetches, comparing like with like.
 
-A fetch's content digest (``scrapy_echo.spidermw.content_digest``) is a hash of its body, and
-the server's ``ETag`` when it sent one: ``"<body hash>"`` or ``"<body hash> etag:<ETag>"``.
-Two fetches are compared by their ETags when both have one (the server's word, which a page
-embedding the time or rotating ads would otherwise contradict), else by their bodies: a server
-that starts or stops sending an ETag does not read as a change. (Digests saved before the body
+A fetch's content digest (``scrapy_echo.crawler.spidermw.content_digest``) is a hash of its
+body, and the server's ``ETag`` when it sent one: ``"<body hash>"`` or
+``"<body hash> etag:<ETag>"``. Two fetches are compared by their ETags when both have one (the
+server's word, which a page embedding the time or rotating ads would otherwise contradict),
+else by their bodies: a server that starts or stops sending an ETag does not read as a
+change. (Digests saved before the body
 hash was kept beside the ETag are ``"etag:<ETag>"``: nothing but the ETag is known of them.)
 """
 

@@ -1,4 +1,4 @@
-"""ECHO-newpages with the week's publishing cycle (seed 004's time of day and day of week):
+"""ECHO-newpages with the week's publishing cycle (Pham et al.'s time of day and day of week):
 the experimental policy ``echo-cycles`` (docs/how-it-works.rst, "Daily and weekly cycles")."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""When sources publish: a pooled intensity by hour of the week (seed 004's time-of-day and
+"""When sources publish: a pooled intensity by hour of the week (Pham et al.'s time-of-day and
 day-of-week features), learned from what crawls find (docs/how-it-works.rst, "Daily and weekly
 cycles").
 

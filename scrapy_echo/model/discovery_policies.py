@@ -1,17 +1,17 @@
-"""The baselines of seed 004 (Pham, Santos, Freire, WSDM 2018, section 5) that learn from
+"""The baselines of Pham, Santos and Freire (WSDM 2018, section 5) that learn from
 crawls alone, for the simulator's comparisons; its GREEDY oracle reads the trace and lives in
 :mod:`scrapy_echo.sim.oracle`.
 
-The seed picks ``k`` seed pages each hour and crawls them with all their new outlinks; here a
+The paper picks ``k`` seed pages each hour and crawls them with all their new outlinks; here a
 slot at a time, so every new page found is crawled first (newest first), and a source slot
 goes to:
 
 - ``rr`` (round robin): the source crawled longest ago, so each is recrawled every ``n/k``
-  slots as in the seed.
+  slots as in the paper.
 - ``od-win``: the source with the most new pages per second over its last crawls (the
-  estimator's window: the seed averages new pages per crawl over a week of hourly crawls,
+  estimator's window: the paper averages new pages per crawl over a week of hourly crawls,
   which is the same ranking when crawls are evenly spaced), among the sources not crawled in
-  the last hour: the seed's top ``k`` are ``k`` different sources each hour. When every
+  the last hour: the paper's top ``k`` are ``k`` different sources each hour. When every
   source was crawled within the hour, the one crawled longest ago.
 """
 
@@ -28,7 +28,7 @@ from scrapy_echo.model.policies import Decision, Policy
 
 
 class CrawlsEveryPage(Policy):
-    """Seed 004's shape: every new page found first (newest first), a source never crawled
+    """Pham et al.'s shape: every new page found first (newest first), a source never crawled
     next, then the source :meth:`source_slot` picks."""
 
     uses_solver = False
@@ -48,7 +48,7 @@ class CrawlsEveryPage(Policy):
 
 
 class RoundRobin(CrawlsEveryPage):
-    """Seed 004's RR: new pages first, then the source crawled longest ago."""
+    """Pham et al.'s RR: new pages first, then the source crawled longest ago."""
 
     name = "rr"
 
@@ -57,11 +57,11 @@ class RoundRobin(CrawlsEveryPage):
 
 
 class OdWin(CrawlsEveryPage):
-    """Seed 004's OD-WIN: new pages first, then the source with the best recent yield that
+    """Pham et al.'s OD-WIN: new pages first, then the source with the best recent yield that
     was not crawled within the cycle (it reads the estimates alone)."""
 
     name = "od-win"
-    cycle: ClassVar[float] = 3600.0  # seconds: the seed's recrawl cycle
+    cycle: ClassVar[float] = 3600.0  # seconds: the paper's recrawl cycle
 
     def source_slot(self, now: float, last_crawl: FloatArray) -> Decision:
         rested = now - last_crawl >= self.cycle

@@ -5,32 +5,32 @@ Past the paper (:class:`~scrapy_echo.model.policies.EchoPaper` is the reference,
 - the plan honours per-host limits (capacity, interval bounds), and a source crawled less than
   the minimum interval ago is not crawled early either;
 - a source backing off after failures, or retired, is not recrawled early;
-- change-indicating signals (seed 002), when the crawl has any: a source whose signals are
+- change-indicating signals (Busa-Fekete et al.), when the crawl has any: a source whose signals are
   informative is due when its signal index reaches the value of a crawl, ``V ≥ ω``, rather
   than at its planned interval, and is weighed by that index for early recrawls
   (docs/how-it-works.rst, "Change-indicating signals"). With no signals, or useless ones
-  (recall not trusted above :data:`~scrapy_echo.model.signals.MIN_RECALL`), it schedules
+  (recall not trusted above :data:`~scrapy_echo.model.change_signals.MIN_RECALL`), it schedules
   exactly as without;
 - a source's ``λ`` and ``P`` are shrunk toward priors learned from all sources, and ``P``
   taken at an upper confidence value, so a source valued on a few pages is crawled enough to
-  be learned (seed 004's exploration done by optimism; docs/how-it-works.rst, "Estimating
+  be learned (Pham et al.'s exploration done by optimism; docs/how-it-works.rst, "Estimating
   the parameters" and "Exploration");
 - a source's long-run ``λ`` borrows pseudo-links from the other sources of its site, as
-  many as sites are measured to tell rates apart (none where they do not; seed 003's
+  many as sites are measured to tell rates apart (none where they do not; Ford et al.'s
   pseudo-observation priors pooled by site, :mod:`scrapy_echo.model.site_prior`;
   docs/how-it-works.rst, "Rates pooled by site");
 - of two sources listing the same pages (Jaccard ≥ 0.7), the one worth less has its shared
-  rate credited to the other (seed 004's overlap; docs/how-it-works.rst, "Overlapping
+  rate credited to the other (Pham et al.'s overlap; docs/how-it-works.rst, "Overlapping
   sources");
 - ``λ`` counts a crawl of a hub that overflowed with its links dated over the time since its
-  oldest one (seed 003), and a hub seen full so is planned as one that shows only its latest
+  oldest one (Ford et al.), and a hub seen full so is planned as one that shows only its latest
   ``K`` links (:mod:`scrapy_echo.model.full_hubs`; docs/how-it-works.rst, "Planning for hubs
   that fill up"). An undated overflow stays the paper's count: its rate is only a floor.
 
 ``echo-censored`` (:mod:`scrapy_echo.model.censored_policy`) plans with the censoring-aware
 rates as if every hub showed every link (the ablation the full-hub model is measured against):
 experimental, as is ``echo-explore`` (:mod:`scrapy_echo.model.explore_policy`), which adds
-seed 004's UCB1-tuned exploration share.
+Pham et al.'s UCB1-tuned exploration share.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from scrapy_echo.model.change_signals import MIN_RECALL, signal_index
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.full_hubs import FullHubs, solve_with_full_hubs
 from scrapy_echo.model.overlap import credit_overlaps
@@ -49,7 +50,6 @@ from scrapy_echo.model.plan import Estimates, Plan
 from scrapy_echo.model.policies import Decision, EchoPaper
 from scrapy_echo.model.recrawl_index import best_early_recrawl, early_recrawl_values
 from scrapy_echo.model.schedule import IntervalSolution
-from scrapy_echo.model.signals import MIN_RECALL, signal_index
 
 
 class EchoNewPages(EchoPaper):

@@ -1,14 +1,14 @@
 """Exploration: a share of source crawls for the sources least recently looked at, the share
-tuned by UCB1 (seed 004, Pham et al., WSDM 2018, section 4.3, "BANDIT"; docs/how-it-works.rst,
+tuned by UCB1 (Pham et al., WSDM 2018, section 4.3, "BANDIT"; docs/how-it-works.rst,
 "Exploration").
 
 A source whose estimates came out low is recrawled rarely or never, so they are never
-corrected. Seed 004 spends ``1 - r`` of each cycle's crawls on round robin (the source crawled
+corrected. Pham et al. spend ``1 - r`` of each cycle's crawls on round robin (the source crawled
 longest ago) and picks the exploitation ratio ``r`` each cycle with UCB1 (Auer et al. 2002)
 over the arms ``{0.6, 0.7, 0.8, 0.9, 1.0}``, rewarded by what the cycle's crawls found. Here
 a cycle is a plan (a re-solve period) and the reward is the value the cycle's source crawls
 found per crawl (each new page at its source's remaining value ``P e^{-μ age}``), divided by
-the largest such value of any cycle so far: UCB1 wants rewards in ``[0, 1]``, and the seed
+the largest such value of any cycle so far: UCB1 wants rewards in ``[0, 1]``, and the paper
 does not say how it scaled them.
 """
 

@@ -1,4 +1,4 @@
-"""ECHO-newpages with seed 004's exploration: the experimental policy ``echo-explore``
+"""ECHO-newpages with Pham et al.'s exploration: the experimental policy ``echo-explore``
 (docs/how-it-works.rst, "Exploration"; docs/benchmarks.rst has why it is not the default)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from scrapy_echo.model.policies import Decision
 
 class EchoExplore(EchoNewPages):
     """ECHO-newpages spending a share of its source crawls on the source crawled longest
-    ago, the share tuned by UCB1 over seed 004's exploitation ratios."""
+    ago, the share tuned by UCB1 over Pham et al.'s exploitation ratios."""
 
     name = "echo-explore"
 
@@ -38,7 +38,7 @@ class EchoExplore(EchoNewPages):
         share = self.exploration
         explore = share.explore_next()
         if explore:
-            # Seed 004's round robin: the source crawled longest ago (not one backing off).
+            # Pham et al.'s round robin: the source crawled longest ago (not one backing off).
             held = self._held_back(now, last_crawl)
             waiting = np.where(held <= now, held, np.inf)
             oldest = int(waiting.argmin())

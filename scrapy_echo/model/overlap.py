@@ -1,11 +1,11 @@
 """Sources that list the same pages: detected by the Jaccard overlap of their recent links,
-and their rates credited to one of each pair (seed 004, Pham et al., WSDM 2018, section 4.1;
+and their rates credited to one of each pair (Pham et al., WSDM 2018, section 4.1;
 docs/how-it-works.rst, "Overlapping sources").
 
 A front page and its section often list the same stories. ECHO counts a link for the source
 that showed it first, so two sources showing the same stories split them by whichever was
 crawled first, and the solver, seeing two sources of half the rate each, gives the pair more
-crawls than one source of the whole rate would get (``1/I`` grows as ``√λ``). Seed 004 prunes
+crawls than one source of the whole rate would get (``1/I`` grows as ``√λ``). Pham et al. prune
 one of each pair whose link sets overlap by ``Jaccard ≥ ξ = 0.7``. Here the follower of such
 a pair (the one worth less, ``λP``) keeps only the share of its rate that its own links bring,
 and the leader takes the rest: the pair's rate is unchanged, and the crawls go to one of them.
@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from scrapy_echo.model.curves import FloatArray
 
 RECENT_LINKS = 32
-OVERLAP_XI = 0.7  # seed 004's threshold
+OVERLAP_XI = 0.7  # Pham et al.'s threshold
 MIN_LINKS = 8  # a pair is judged once both have shown this many links
 
 

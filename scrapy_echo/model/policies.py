@@ -16,7 +16,7 @@ pages. Every re-solve period it gets fresh estimates (``λ, P, μ`` per source) 
   idling would leave the estimates that said so unchanged forever.
   Every improvement past the paper is its own (:mod:`scrapy_echo.model.echo_newpages`): the
   plan honours per-host limits, and change-indicating signals, when a crawl has any, move
-  each source's recrawls (seed 002).
+  each source's recrawls (Busa-Fekete et al.).
 - ``echo-paper``: ECHO-newpages exactly as first built, kept unchanged as the reference that
   later improvements to ``echo-newpages`` are measured against.
 - ``echo-schedule``: sources strictly every ``I``; spare slots to the most recently discovered
@@ -52,9 +52,9 @@ from scrapy_echo.model.schedule import IntervalSolution
 from scrapy_echo.model.solver import solve_intervals
 
 if TYPE_CHECKING:
+    from scrapy_echo.model.change_signals import SignalBook
     from scrapy_echo.model.cycles import WeekProfile
     from scrapy_echo.model.overlap import Overlap
-    from scrapy_echo.model.signals import SignalBook
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """When to fetch a page again that may change after publication (corrections, live blogs):
 the cost-optimal refresh of Ford, Grimes and Tassone, *Keeping a search engine index fresh*
-(seed 003; docs/how-it-works.rst, "Refreshing pages that change").
+(Ford et al.; docs/how-it-works.rst, "Refreshing pages that change").
 
 A page changes as a Poisson process with mean period ``Δ`` (rate ``λ = 1/Δ``) and is fetched
 every ``t = rΔ``. The stored copy matches the live one for a share ``(1 - e^{-r})/r`` of the
@@ -13,7 +13,7 @@ Setting ``dC/dr = 0`` and multiplying by ``r²`` gives ``1 - (1 + r) e^{-r} = C_
 ``r* = g⁻¹(C_c/(C_s Δ))`` with ``g`` of :mod:`scrapy_echo.model.curves`, and no finite
 solution (never refresh) once ``C_c ≥ C_s Δ``. For long ``Δ``, ``t* ≈ √(2ΔC_c/C_s)``.
 
-Risk (the seed's Sec. 5.3): ``Δ`` is estimated, and an overestimate leaves the page stale far
+Risk (the paper's Sec. 5.3): ``Δ`` is estimated, and an overestimate leaves the page stale far
 longer than the known-``Δ`` schedule ever would. ``λ̂`` is the mode of the group's likelihood
 times the prior, and ``I = λ̂²J`` its curvature there (``J``: minus the second derivative of
 the log-likelihood; :class:`scrapy_echo.model.change_rates.RateEstimate`). The Gamma density
@@ -75,13 +75,13 @@ def _staleness(r: FloatArray) -> FloatArray:
 def expected_cost_per_hour(
     r: ArrayLike, delta: ArrayLike, crawl_cost: ArrayLike, stale_cost: ArrayLike
 ) -> FloatArray:
-    """The seed's ``C(r) = (1 - (1 - e^{-r})/r) C_s + C_c/(rΔ)``, per unit of time.
+    """The paper's ``C(r) = (1 - (1 - e^{-r})/r) C_s + C_c/(rΔ)``, per unit of time.
 
     The unit is that of ``delta`` and of ``stale_cost`` (cost of one unit of time stale):
-    hours in the seed. ``r = 0`` costs ``inf`` (unless fetching is free), ``r = inf`` costs
+    hours in the paper. ``r = 0`` costs ``inf`` (unless fetching is free), ``r = inf`` costs
     ``C_s``.
 
-    >>> round(float(expected_cost_per_hour(1 / 3, 24.0, 1.0, 1.0)), 4)  # the seed's Fig. 1
+    >>> round(float(expected_cost_per_hour(1 / 3, 24.0, 1.0, 1.0)), 4)  # the paper's Fig. 1
     0.2746
     """
     r = _array("r", r, low=0.0, strict=False)
@@ -123,7 +123,7 @@ def refresh_interval(
 ) -> FloatArray:
     """``t* = r*Δ``, times ``shrink``, clipped to ``[shortest, longest]``.
 
-    ``shrink < 1`` is the seed's "more conservative ratio" for a young estimate (e.g. from
+    ``shrink < 1`` is the paper's "more conservative ratio" for a young estimate (e.g. from
     :func:`underestimate_risk`). Never-refresh pages (``C_c ≥ C_s Δ``, or ``Δ = inf``) get
     ``longest``.
 
@@ -166,7 +166,7 @@ def underestimate_risk(information: ArrayLike, *, factor: float = 2.0) -> FloatA
 
 
 def very_stale_share(ratio: ArrayLike, information: ArrayLike) -> FloatArray:
-    """Expected share of refresh intervals "very stale" (the seed's Sec. 5.3): stale for at
+    """Expected share of refresh intervals "very stale" (the paper's Sec. 5.3): stale for at
     least ``rΔ``, the longest a page can be stale when ``Δ`` is known.
 
     Fetching every ``rΔ̂``, an interval is very stale iff the first change comes before

@@ -3,9 +3,9 @@
 
 A page fetched at ``t`` is stale once it changes (a correction, a live blog's update), at a
 rate ``1/Δ`` learned per group (the host of its source: a site's pages are edited alike) from
-refetches that found it changed or not (content digest or ETag), with seed 003's
+refetches that found it changed or not (content digest or ETag), with Ford et al.'s
 pseudo-observations as the prior (:class:`~scrapy_echo.model.change_book.ChangeBook`, the
-prior fitted to all groups). Its refresh is worth seed 003's cost trade with ECHO's prices: a
+prior fitted to all groups). Its refresh is worth Ford et al.'s cost trade with ECHO's prices: a
 crawl costs ``C_c = ω`` (ECHO's value of a crawl, in clicks), and a stale page costs
 ``C_s = stale_cost × P μ e^{-μ·age}``, the clicks per second it still draws served stale. So
 each page is refetched every ``t* = g⁻¹(C_c / (C_s Δ)) Δ``, and never once ``C_c ≥ C_s Δ``:
@@ -55,7 +55,7 @@ class RefreshLane:
 
     ``share``: the most of the crawl budget refetches may take; ``stale_cost``: what a click
     on a stale copy loses (1: the whole click); ``prior_period``: the mean seconds between
-    changes the prior stands for before any refetch (seed 003's pseudo-observations, a change
+    changes the prior stands for before any refetch (Ford et al.'s pseudo-observations, a change
     after 1 h and none after 57 h: 57.5 h), scaled; ``max_pages``: pages tracked at most (the
     oldest go first)."""
 
@@ -266,7 +266,7 @@ class RefreshLane:
 
 
 def _intervals(crawl_cost: float, stale: FloatArray, delta: FloatArray) -> FloatArray:
-    """Seed 003's cost-optimal interval ``g⁻¹(C_c/(C_s Δ)) Δ``; inf where never worth it."""
+    """Ford et al.'s cost-optimal interval ``g⁻¹(C_c/(C_s Δ)) Δ``; inf where never worth it."""
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(stale > 0, crawl_cost / (stale * delta), np.inf)
     ratio = np.full(z.shape, np.inf)

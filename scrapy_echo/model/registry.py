@@ -17,7 +17,7 @@ from scrapy_echo.model.policies import (
     Frequency,
     Policy,
 )
-from scrapy_echo.model.seed_policies import Greedy, GreedyCis, LowDiscrepancy
+from scrapy_echo.model.signal_policies import Greedy, GreedyCis, LowDiscrepancy
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls

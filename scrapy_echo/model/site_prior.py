@@ -1,5 +1,5 @@
 """Pseudo-observations of ``λ`` pooled by site: what the other sources of a source's site say
-of its rate (seed 003 starts its estimator from pseudo-datapoints that stand for a prior;
+of its rate (Ford et al. start their estimator from pseudo-datapoints that stand for a prior;
 here they are drawn from the site; docs/how-it-works.rst, "Rates pooled by site").
 
 A source's long-run rate is ``L`` links over ``S`` seconds. Its siblings (the other sources of

@@ -2,15 +2,15 @@
 (docs/how-it-works.rst, "Ranking sites by how temporal they are").
 
 1. Each page's *interest curve* is a shifted, scaled lognormal density: ``A`` views in all,
-   born at ``b``, log-age mean ``µ`` and spread ``σ``. The seed fits the four by (presumably)
+   born at ``b``, log-age mean ``µ`` and spread ``σ``. The paper fits the four by (presumably)
    least squares to 60 daily counts. Here the views are draws of the interest-time
-   distribution: ``b`` is the page's first bin with a view (the seed's "activation day"),
+   distribution: ``b`` is the page's first bin with a view (the paper's "activation day"),
    a view in bin ``k`` is ``k - k_b + 1/2`` bins old, ``A`` is the views in the log (not
    extrapolated), and ``µ, σ`` are the maximum-likelihood fit of a normal to the log ages,
    weighted by views and *right-truncated at the log's end*. That fit depends on
    the data only through three sums per page (``bincount``), then a one-dimensional solve per
    page by table lookup, so millions of pages cost a few passes over the rows. The
-   truncation is what makes good the seed's claim that fitting fills in lifetimes cut off by
+   truncation is what makes good the paper's claim that fitting fills in lifetimes cut off by
    the window: views piling up against the end pull the fitted interest past it.
 2. A page is temporal when it gathers more than ``q`` of its interest within ``n`` days,
    ``Φ(n) > q``, which is ``µ + σ z_q < ln n`` (defaults: ``n = 3`` days, ``q = 0.7``).
@@ -19,7 +19,7 @@
    days were not seen); first seen in the log's first bin (``alive_at_start``: born before
    the log, so their age is unknown).
 3. Site scores: ``Score1`` the share of temporal pages, ``Score2`` the share of views on
-   temporal pages, ``Score = α Score1 + β Score2`` (``α:β = 3:2``). The seed's measures:
+   temporal pages, ``Score = α Score1 + β Score2`` (``α:β = 3:2``). The paper's measures:
    site-level hits, misses, false alarms and ``Performance``, and page-level precision,
    recall and F of a chosen set of sites.
 
@@ -41,9 +41,9 @@ from scrapy_echo.model.curves import FloatArray
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.intp]
 
-N_DAYS = 3.0  # the seed's integrating range n
-QUANTILE = 0.7  # the seed's integral quantity q
-ALPHA, BETA = 0.6, 0.4  # the seed's best α:β = 3:2
+N_DAYS = 3.0  # the paper's integrating range n
+QUANTILE = 0.7  # the paper's integral quantity q
+ALPHA, BETA = 0.6, 0.4  # the paper's best α:β = 3:2
 # Fewer views than this cannot place a 70% quantile: one view more or less moves it a bin.
 MIN_VIEWS = 10
 # A site's score from one or two pages is a coin toss; such sites are counted, not ranked.
@@ -127,7 +127,7 @@ def fit_interest_curves(
     pages : int, optional
         Number of pages (default: the largest index plus one).
     bin_days : float
-        The bin width: at least the log's time step (the seed's: one day).
+        The bin width: at least the log's time step (the paper's: one day).
 
     Examples
     --------
@@ -202,7 +202,7 @@ def classify_pages(
     min_views: float = MIN_VIEWS,
     keep_alive_at_start: bool = False,
 ) -> TemporalPages:
-    """The seed's rule ``Φ(n) > q``, as ``µ + σ z_q < ln n``, on the pages it can judge:
+    """The paper's rule ``Φ(n) > q``, as ``µ + σ z_q < ln n``, on the pages it can judge:
     at least ``min_views`` views, seen for at least ``n`` days, and (unless
     ``keep_alive_at_start``) born inside the log."""
     if not (math.isfinite(n) and n > 0):
@@ -288,7 +288,7 @@ def score_sites(
 def prf(true_pos: float, predicted: float, actual: float) -> tuple[float, float, float]:
     """Precision, recall and F from counts; 0 where a denominator is 0.
 
-    The seed's page-level measure of a set of sites ``S``: ``prf(temporal pages in S, pages
+    The paper's page-level measure of a set of sites ``S``: ``prf(temporal pages in S, pages
     in S, all temporal pages)``; its Table 1 (automatic list):
 
     >>> [round(v, 3) for v in prf(70_110, 70_110 + 21_886, 135_939)]
@@ -304,7 +304,7 @@ def prf(true_pos: float, predicted: float, actual: float) -> tuple[float, float,
 
 @dataclass(frozen=True)
 class Confusion:
-    """The seed's site (or page) classification counts: hit = right either way, miss =
+    """The paper's site (or page) classification counts: hit = right either way, miss =
     temporal called untemporal, false alarm = untemporal called temporal."""
 
     true_pos: int
@@ -317,7 +317,7 @@ class Confusion:
         return self.true_pos + self.true_neg
 
     def performance(self, a: float = 1.0, b: float = 1.0, c: float = 1.0) -> float:
-        """``A·hit - B·miss - C·false_alarm``, the seed's cost-weighted measure."""
+        """``A·hit - B·miss - C·false_alarm``, the paper's cost-weighted measure."""
         return float(a * self.hits - b * self.misses - c * self.false_alarms)
 
     def prf(self) -> tuple[float, float, float]:

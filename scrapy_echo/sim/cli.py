@@ -18,7 +18,7 @@ from scrapy_echo.sim.cli_output import Progress, write_plots
 from scrapy_echo.sim.engine import PAPER_SETUP, Replay, SimSettings, simulate
 from scrapy_echo.sim.freshness import freshness
 from scrapy_echo.sim.oracle import GreedyOracle
-from scrapy_echo.sim.rates import rate_errors
+from scrapy_echo.sim.rate_errors import rate_errors
 from scrapy_echo.sim.results import Score, score, upper_bound
 from scrapy_echo.sim.search import needed_rate
 from scrapy_echo.sim.synth import SynthParams, synthesize

@@ -1,12 +1,12 @@
-"""Seed 004's GREEDY: the oracle that knows what each source would yield before crawling it.
+"""Pham et al.'s GREEDY: the oracle that knows what each source would yield before crawling it.
 
-The seed (Pham et al., WSDM 2018, section 5) uses it as an upper bound on coverage: each
+The paper (Pham et al., WSDM 2018, section 5) uses it as an upper bound on coverage: each
 hour it picks the ``k`` seeds whose crawl would find the most pages not found yet
 (Dasgupta et al.'s greedy set cover, so that overlapping seeds are not both picked for the
 same pages). Here it reads the trace: once per cycle it counts, per source, the links shown
 now whose page nobody has found, and then spends source slots on the largest counts; a
 crawled source's count drops to zero until the next count. It crawls every new page first,
-newest first, as the seed crawls the new outlinks of every seed it picks.
+newest first, as the paper crawls the new outlinks of every seed it picks.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from scrapy_echo.sim.trace import Trace
 
 
 class GreedyOracle(CrawlsEveryPage):
-    """Seed 004's GREEDY, counting from the trace; only the simulator can run it."""
+    """Pham et al.'s GREEDY, counting from the trace; only the simulator can run it."""
 
     name = "greedy-oracle"
-    cycle: ClassVar[float] = 3600.0  # seconds between counts: the seed's cycle
+    cycle: ClassVar[float] = 3600.0  # seconds between counts: the paper's cycle
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         super().__init__(seed=seed, repair_solves=repair_solves)

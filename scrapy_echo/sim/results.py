@@ -6,10 +6,10 @@ after the warm-up: the pages created in ``[warmup, duration)``, crawled by the e
 trace (for the upper bound: the moment they appeared). The dynamic profit is the paper's: the
 profit of the pages crawled in each window.
 
-Coverage is seed 004's measure (Pham et al., WSDM 2018, section 3): the share of the new
-pages a crawl finds. The seed divides by what recrawling every source every hour finds; here
+Coverage is the measure of Pham et al. (WSDM 2018, section 3): the share of the new
+pages a crawl finds. The paper divides by what recrawling every source every hour finds; here
 the divisor is every page created after the warm-up, and a page counts when it is found
-within the period (1 h, the seed's cycle; 4 h, its timeliness figure) or at all by the end.
+within the period (1 h, the paper's cycle; 4 h, its timeliness figure) or at all by the end.
 """
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ def profit_table(
 
 
 def coverage_table(scores: list[Score], policies: list[str], rates: list[float]) -> str:
-    """Seed 004's coverage: the share of new pages found within 1 h, 4 h and at all."""
+    """Pham et al.'s coverage: the share of new pages found within 1 h, 4 h and at all."""
 
     def cell(s: Score) -> str:
         return f"{s.coverage_1h:.1%} / {s.coverage_4h:.1%} / {s.coverage:.1%}"
 
-    note = "\nnew pages found within 1 h / within 4 h / at all (seed 004's coverage)"
+    note = "\nnew pages found within 1 h / within 4 h / at all (Pham et al.'s coverage)"
     return "\n" + _grid(scores, policies, rates, cell) + note
 
 

@@ -16,8 +16,8 @@ from scrapy import Request  # noqa: E402
 from test_jobdir import open_scheduler  # noqa: E402
 
 from scrapy_echo.core.events import PageFetched, SourceFetched  # noqa: E402
-from scrapy_echo.jobdir import FILE_NAME  # noqa: E402
-from scrapy_echo.snapshot import VERSION  # noqa: E402
+from scrapy_echo.core.snapshot import VERSION  # noqa: E402
+from scrapy_echo.crawler.jobdir import FILE_NAME  # noqa: E402
 
 
 def main() -> None:

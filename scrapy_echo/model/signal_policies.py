@@ -1,18 +1,18 @@
-"""The discrete policies of seed 002 (Busa-Fekete et al., WWW 2025), carried over to ECHO's
+"""The discrete policies of Busa-Fekete et al. (WWW 2025), carried over to ECHO's
 profit model for the simulator's comparisons (docs/how-it-works.rst, "Change-indicating
 signals").
 
-The seed keeps cached pages fresh; here a source's "staleness" is the profit of the new links
-waiting on it, so its value of a crawl is ECHO's index ``V(τ) = (λP/μ) g(μτ)`` (the seed's
+The paper keeps cached pages fresh; here a source's "staleness" is the profit of the new links
+waiting on it, so its value of a crawl is ECHO's index ``V(τ) = (λP/μ) g(μτ)`` (the paper's
 crawl value with request rate ``λP`` and change rate ``μ``), and a waiting page is worth its
-remaining profit ``P e^{-μ age}``. The seed's digest names the policies and what they take in,
+remaining profit ``P e^{-μ age}``. The paper's digest names the policies and what they take in,
 not every detail; what is filled in is said per class.
 
 - ``greedy``: every slot to the highest value, page or source; no solver, no ``ω`` (the level
   the argmax reaches plays its part), so the crawl rate is constant by construction.
 - ``greedy-cis``: ``greedy`` taking signals as noiseless: each signal since a source's last
   crawl is a new page surely waiting on it, valued per crawl it takes to collect.
-- ``lds``: the low-discrepancy schedule of Azar et al. (the seed's baseline): each source
+- ``lds``: the low-discrepancy schedule of Azar et al. (the paper's baseline): each source
   crawled as evenly as it can be at the solver's rate ``1/I``, the most behind first, at every
   slot no worthy page takes.
 """
@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from scrapy_echo.model.change_signals import signal_index
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.frontier import Frontier
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Decision, Policy
-from scrapy_echo.model.signals import signal_index
 
 
 class Greedy(Policy):
-    """Seed 002's GREEDY: the slot goes to the waiting page or the source worth most.
+    """Busa-Fekete et al.'s GREEDY: the slot goes to the waiting page or the source worth most.
 
     Filled in: a source never crawled is crawled first (as by every policy here), and pages
     and sources are weighed on one scale, the profit a crawl now adds (a page's remaining
@@ -66,8 +66,8 @@ class Greedy(Policy):
 
 
 class GreedyCis(Greedy):
-    """Seed 002's GREEDY-CIS: GREEDY with every signal taken as a sure change. The seed gives
-    a page known stale its cap; here a source's ``k`` pending signals are ``k`` sure new
+    """Busa-Fekete et al.'s GREEDY-CIS: GREEDY with every signal taken as a sure change. The
+    paper gives a page known stale its cap; here a source's ``k`` pending signals are ``k`` sure new
     pages, worth ``P Σ_j e^{-μ (now - t_j)}`` for the ``k + 1`` crawls that collect them, on
     the scale pages are weighed on (the cap ``λP/μ``, or the sum alone, would outbid every
     waiting page for good). False signals make it spend crawls on sources with nothing new."""
@@ -93,10 +93,10 @@ class GreedyCis(Greedy):
 
 
 class LowDiscrepancy(Policy):
-    """The seed's LDS baseline (Azar et al. 2018, their Algorithm 3, fed the solver's
+    """The paper's LDS baseline (Azar et al. 2018, their Algorithm 3, fed the solver's
     optimal rates): pages worth ``ω`` first, as ECHO-newpages; then, at every slot, the
     source most behind its rate ``1/I`` (largest ``τ/I``), due or not, so that each is
-    crawled as evenly spaced as the budget allows. Filled in: the pages, which the seed has
+    crawled as evenly spaced as the budget allows. Filled in: the pages, which the paper has
     not, and the first crawls every policy here makes."""
 
     name = "lds"

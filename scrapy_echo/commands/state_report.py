@@ -10,7 +10,7 @@ re-solves the schedule from its estimates with the last budget it used, and draw
 - ``profit.png``: clicks caught (clicks of crawled pages) through time;
 - ``budget.png``: the crawls of each re-solve period, split between sources and new pages.
 
-It lists the sources that list the same pages (seed 004's overlap; docs/how-it-works.rst,
+It lists the sources that list the same pages (Pham et al.'s overlap; docs/how-it-works.rst,
 "Overlapping sources"): pairs whose recent links overlap by Jaccard ≥ 0.7, the one worth less
 (the follower) credited to the other. And the hubs whose rate is at risk of an underestimate
 (docs/how-it-works.rst, "Hubs that show only their latest links"): their crawls found them

@@ -4,7 +4,7 @@ A page is fetched under its *clean* URL: tracking parameters (``utm_*``, ``fbcli
 removed, the user's normaliser applied, then w3lib's canonical form (sorted query, no fragment).
 Pages and sources are compared by their *key*: the clean URL with ``http`` and ``https`` folded
 together, since one article served under both is one page. Redirects and ``rel=canonical``
-make further URLs *aliases* of a page (:class:`scrapy_echo.state.CrawlState` keeps them), so a
+make further URLs *aliases* of a page (:class:`scrapy_echo.core.state.CrawlState` keeps them), so a
 click row or a link under any of them counts for that page (docs/tutorial.rst, "Real sites").
 
 Sites come from the public suffix list (tldextract's bundled copy, never fetched): the site of

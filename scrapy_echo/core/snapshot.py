@@ -3,12 +3,12 @@
 The core's state is captured and restored here, and only here; a driver adds its own parts
 (the plain lane's requests, feed positions, the events it applied) beside it. A snapshot is
 versioned plain data (numbers, strings, lists and numeric arrays, through
-:mod:`scrapy_echo.codec`: JSON, never pickle), built from each part's own ``to_data`` rather
+:mod:`scrapy_echo.core.codec`: JSON, never pickle), built from each part's own ``to_data`` rather
 than from its attributes. Waiting pages are stored by the driver's request codec
 (:mod:`scrapy_echo.distributed.wire`).
 
 Before the first release a snapshot of another version is not read: :func:`read` raises a
-:class:`~scrapy_echo.codec.CodecError` that names the version it found. ``tests/data/`` keeps
+:class:`~scrapy_echo.core.codec.CodecError` that names the version it found. ``tests/data/`` keeps
 a snapshot written by this version, and a test loads it.
 
 =============== ===========================================================================
@@ -16,7 +16,7 @@ key             value
 =============== ===========================================================================
 format, version ``"scrapy-echo-state"``, ``3``
 saved_at        the crawl clock when saved
-sources         per field of :class:`~scrapy_echo.state.SourceStatus` (``url, etag,
+sources         per field of :class:`~scrapy_echo.core.state.SourceStatus` (``url, etag,
                 last_modified, failures, last_fetched, crawls, new_links, ...``), its value for
                 every source
 last_crawl      per source, when its last crawl was dispatched (NaN: never)
@@ -29,7 +29,7 @@ crawled_pages   new pages fetched
 learner         :meth:`SourceLearner.to_data <scrapy_echo.model.learning.SourceLearner.to_data>`
 frontier        waiting new pages by field: ``source``, ``request``, ``appeared``,
                 ``discovered``, a list each
-signals         :meth:`SignalBook.to_data <scrapy_echo.model.signals.SignalBook.to_data>`
+signals         :meth:`SignalBook.to_data <scrapy_echo.model.change_signals.SignalBook.to_data>`
 overlap         :meth:`OverlapBook.to_data <scrapy_echo.model.overlap.OverlapBook.to_data>`
 overflow        :meth:`OverflowWatch.to_data <scrapy_echo.model.overflow.OverflowWatch.to_data>`
 refresh         :meth:`RefreshLane.to_data <scrapy_echo.model.refresh_lane.RefreshLane.to_data>`
@@ -41,7 +41,7 @@ profile         :meth:`WeekProfile.to_data <scrapy_echo.model.cycles.WeekProfile
 history         one sample per re-solve, for reports
 plain           the plain lane's requests, after those in flight when saved (JOBDIR only)
 feeds           click and signal feed readers' positions, by path: each names its file by its
-                bytes (:meth:`FeedReader.state <scrapy_echo.clickfeed.FeedReader.state>`)
+                bytes (:meth:`FeedReader.state <scrapy_echo.inputs.clickfeed.FeedReader.state>`)
 events_applied  :meth:`EventDedup.to_data <scrapy_echo.distributed.dedup.EventDedup.to_data>`:
                 the last event number applied per worker (Redis only)
 =============== ===========================================================================
@@ -56,21 +56,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scrapy_echo import codec
-from scrapy_echo.collector import collector_paused
+from scrapy_echo.core import codec
+from scrapy_echo.core.collector import collector_paused
+from scrapy_echo.core.seen import FingerprintSet, Remembered
+from scrapy_echo.core.state import STATUS_FIELDS, CrawlState, SourceStatus
+from scrapy_echo.model.change_signals import SignalBook
 from scrapy_echo.model.cycles import WeekProfile
 from scrapy_echo.model.learning import SourceLearner
 from scrapy_echo.model.overflow import OverflowWatch
 from scrapy_echo.model.overlap import OverlapBook
 from scrapy_echo.model.refresh_lane import RefreshLane
-from scrapy_echo.model.signals import SignalBook
-from scrapy_echo.seen import FingerprintSet, Remembered
-from scrapy_echo.state import STATUS_FIELDS, CrawlState, SourceStatus
 
 if TYPE_CHECKING:
     from scrapy_echo.core.crawl import CrawlCore
+    from scrapy_echo.core.state_config import StateConfig
     from scrapy_echo.model.policies import Policy
-    from scrapy_echo.state_config import StateConfig
 
 FORMAT = "scrapy-echo-state"
 VERSION = 3

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import NotConfigured
 
 from scrapy_echo.core.defaults import DEFAULTS
-from scrapy_echo.identity import PageIdentity, SameSite, load_normalizer
+from scrapy_echo.core.identity import PageIdentity, SameSite, load_normalizer
 from scrapy_echo.model.registry import POLICIES
 
 if TYPE_CHECKING:

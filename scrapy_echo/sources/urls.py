@@ -1,4 +1,4 @@
-"""w3lib's canonical URL form (the page identity built on it: :mod:`scrapy_echo.identity`)."""
+"""w3lib's canonical URL form (the page identity built on it: :mod:`scrapy_echo.core.identity`)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 (:mod:`scrapy_echo.model.temporal_sites`; docs/how-it-works.rst, "Ranking sites by how
 temporal they are").
 
-A page-view log is a finished click feed (:mod:`scrapy_echo.clickfeed`): JSON Lines or CSV
+A page-view log is a finished click feed (:mod:`scrapy_echo.inputs.clickfeed`): JSON Lines or CSV
 rows ``url, ts, clicks``, ``clicks`` being the page's views in the bin starting at ``ts``.
 The rows' rules are the feed's, checked by its own code: a bad row is skipped, counted by kind
 in :attr:`PageViewLog.invalid`, and the first of each kind is logged with its line; a row is
@@ -38,14 +38,14 @@ from operator import itemgetter
 import numpy as np
 from numpy.typing import NDArray
 
-from scrapy_echo.clickfeed import (
+from scrapy_echo.core.identity import site_of
+from scrapy_echo.inputs.clickfeed import (
     FeedReader,
     InvalidClickRow,
     check_timestamp,
     check_url,
     parse_click,
 )
-from scrapy_echo.identity import site_of
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -228,7 +228,7 @@ def read_page_views(path: str | os.PathLike[str], *, fmt: str | None = None) -> 
 
 def sites_of_pages(urls: list[str]) -> tuple[IntArray, list[str]]:
     """Each page's site index and the sites' names (registered domains,
-    :func:`scrapy_echo.identity.site_of`), sites in order of first sight."""
+    :func:`scrapy_echo.core.identity.site_of`), sites in order of first sight."""
     by_host: dict[str, int] = {}  # a URL's site depends on its host part alone
     index: dict[str, int] = {}
     site = np.empty(len(urls), np.intp)

@@ -2,7 +2,7 @@
 
 A request in flight is in no queue, yet its link is already seen: a checkpoint that left it
 out would lose it for good at a crash, since nothing else would fetch it again. So JOBDIR
-checkpoints save these with the plain lane (:mod:`scrapy_echo.jobdir`), and a restart
+checkpoints save these with the plain lane (:mod:`scrapy_echo.crawler.jobdir`), and a restart
 queues them again: a page fetched twice after a crash, never a page lost.
 
 A request is done when the plugin's middlewares report it (``EchoRuntime.done``: its

@@ -16,7 +16,7 @@ from lxml import etree
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
-from scrapy_echo.published import parse_time
+from scrapy_echo.sources.published import parse_time
 
 _GZIP_MAGIC = b"\x1f\x8b"
 MAX_UNPACKED = 50 * 1024 * 1024  # the sitemap protocol's own limit per file

@@ -23,7 +23,7 @@ from pathlib import Path
 from scrapy.exceptions import NotConfigured
 
 from scrapy_echo.core.events import SourceAdded, SourceRemoved
-from scrapy_echo.settings import read_sources
+from scrapy_echo.crawler.settings import read_sources
 
 logger = logging.getLogger(__name__)
 

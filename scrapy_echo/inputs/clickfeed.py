@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import BinaryIO, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
 
-from scrapy_echo.published import parse_time
-from scrapy_echo.urls import canonical_url
+from scrapy_echo.sources.published import parse_time
+from scrapy_echo.sources.urls import canonical_url
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ _DIGEST_SIZE = 16
 
 
 class InvalidClickRow(ValueError):
-    """A feed row (clicks, or signals: :mod:`scrapy_echo.signalfeed`) that cannot be used;
+    """A feed row (clicks, or signals: :mod:`scrapy_echo.inputs.signalfeed`) that cannot be used;
     ``kind`` names the problem (a stats key part)."""
 
     def __init__(self, kind: str, message: str) -> None:
@@ -109,7 +109,7 @@ def check_timestamp(value: object) -> float:
     """Epoch seconds from a number or an ISO 8601 time; else :class:`InvalidClickRow`."""
     number = _number(value)
     if number is None and isinstance(value, str):
-        # Every offset form (Z, +00:00, +0000) on every Python (scrapy_echo.published).
+        # Every offset form (Z, +00:00, +0000) on every Python (scrapy_echo.sources.published).
         number = parse_time(value)
     if number is None or not math.isfinite(number):
         raise InvalidClickRow("bad_ts", f"ts {value!r} is not epoch seconds or ISO 8601")

@@ -1,5 +1,5 @@
 """The settings the crawl state is built from, as a protocol: the crawl's
-:class:`~scrapy_echo.settings.EchoConfig` and the simulator's
+:class:`~scrapy_echo.crawler.settings.EchoConfig` and the simulator's
 :class:`~scrapy_echo.sim.engine.SimSettings` both fit it."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from scrapy_echo.identity import PageIdentity
+from scrapy_echo.core.identity import PageIdentity
 
 
 class StateConfig(Protocol):
     """The settings the crawl state is built from: the crawl's
-    :class:`~scrapy_echo.settings.EchoConfig`, or the simulator's settings, under the same
+    :class:`~scrapy_echo.crawler.settings.EchoConfig`, or the simulator's settings, under the same
     names."""
 
     @property

@@ -2,8 +2,8 @@
 
 What is saved: sources and their crawl times, validators and failures, seen links, everything
 the learner knows (crawl histories, click tables, pending clicks), the waiting new pages and the
-plain lane, the requests in flight (:mod:`scrapy_echo.in_flight`; saved at the head of the
-plain lane), and the click feed's read position: one :mod:`scrapy_echo.snapshot`, the format
+plain lane, the requests in flight (:mod:`scrapy_echo.crawler.in_flight`; saved at the head of the
+plain lane), and the click feed's read position: one :mod:`scrapy_echo.core.snapshot`, the format
 Redis and ``scrapy echo-report`` use too (versioned plain data, no pickle). Taken every
 ``ECHO_CHECKPOINT_INTERVAL`` seconds and at close, and written (on a
 thread, but at close) to a temporary file that is flushed, synced and renamed over the old
@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from scrapy_echo import snapshot as snapshots
-from scrapy_echo.collector import collector_paused
-from scrapy_echo.in_flight import LET_GO_AFTER, InFlight
+from scrapy_echo.core import snapshot as snapshots
+from scrapy_echo.core.collector import collector_paused
+from scrapy_echo.crawler.in_flight import LET_GO_AFTER, InFlight
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
 
-    from scrapy_echo.runtime import EchoRuntime
+    from scrapy_echo.crawler.runtime import EchoRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class Checkpointer:
 
     def save(self) -> Deferred[bool] | None:
         """Take a checkpoint: the state is captured here, on the reactor (cheap: see
-        :func:`scrapy_echo.snapshot.capture`), and encoded and written on a thread, so a big
+        :func:`scrapy_echo.core.snapshot.capture`), and encoded and written on a thread, so a big
         state never stalls the crawl. Returns when the file is written (the checkpoint loop
         waits for it: saves never overlap)."""
         captured = self._capture()

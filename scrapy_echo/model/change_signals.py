@@ -1,4 +1,4 @@
-"""Change-indicating signals (seed 002): what a source's signals since its last crawl say
+"""Change-indicating signals (Busa-Fekete et al.): what a source's signals since its last crawl say
 about the new links waiting on it, and how far each source's signals can be trusted.
 
 A signal names a source: a ping, a sitemap's or feed's date moving, a partner's stream of

@@ -35,9 +35,9 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         if not settings.getbool("ECHO_ENABLED", True):
             return  # a scheduler cannot be switched off later: leave Scrapy's in place
-        from scrapy_echo.downloadermw import EchoDownloaderMiddleware
-        from scrapy_echo.extension import EchoExtension
-        from scrapy_echo.spidermw import EchoSpiderMiddleware
+        from scrapy_echo.crawler.downloadermw import EchoDownloaderMiddleware
+        from scrapy_echo.crawler.extension import EchoExtension
+        from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
 
         scheduler = (
             "scrapy_echo.distributed.scheduler.DistributedScheduler"
@@ -61,7 +61,7 @@ def _warn_if_overridden(settings: BaseSettings, ours: str) -> None:
     from scrapy.settings import SETTINGS_PRIORITIES
     from scrapy.utils.misc import load_object
 
-    from scrapy_echo.scheduler import EchoScheduler
+    from scrapy_echo.crawler.scheduler import EchoScheduler
 
     if (settings.getpriority("SCHEDULER") or 0) <= SETTINGS_PRIORITIES["addon"]:
         return

@@ -6,15 +6,15 @@ The kind of source is read from the response, not guessed from its URL:
 kind                    read by
 ======================= ==================================================================
 ``html``                Scrapy's ``LinkExtractor`` (or the spider's ``echo_link_extractor``)
-``rss``/``rdf``/``atom`` feedparser (:mod:`scrapy_echo.feeds`)
-``json-feed``           the standard JSON parser (:mod:`scrapy_echo.feeds`)
-``sitemap``,            Scrapy's ``Sitemap`` (:mod:`scrapy_echo.sitemaps`); an index's
+``rss``/``rdf``/``atom`` feedparser (:mod:`scrapy_echo.sources.feeds`)
+``json-feed``           the standard JSON parser (:mod:`scrapy_echo.sources.feeds`)
+``sitemap``,            Scrapy's ``Sitemap`` (:mod:`scrapy_echo.sources.sitemaps`); an index's
 ``news-sitemap``,       sitemaps are further sources
 ``sitemap-index``
 ``robots``              Scrapy's ``sitemap_urls_from_robots``: its sitemaps are further sources
 ======================= ==================================================================
 
-A gzip body is unpacked first. Links come back clean (:class:`~scrapy_echo.identity
+A gzip body is unpacked first. Links come back clean (:class:`~scrapy_echo.core.identity
 .PageIdentity`), in page order, each once, with the publication time the source states.
 """
 
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
 
-from scrapy_echo.feeds import looks_like_json_feed, parse_feed, parse_json_feed
-from scrapy_echo.identity import PageIdentity, SameSite, site_of
-from scrapy_echo.published import page_published
-from scrapy_echo.sitemaps import (
+from scrapy_echo.core.identity import PageIdentity, SameSite, site_of
+from scrapy_echo.sources.feeds import looks_like_json_feed, parse_feed, parse_json_feed
+from scrapy_echo.sources.published import page_published
+from scrapy_echo.sources.sitemaps import (
     is_gzip,
     looks_like_robots,
     parse_sitemap,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from scrapy.http import Response
 
-    from scrapy_echo.runtime import EchoRuntime
+    from scrapy_echo.crawler.runtime import EchoRuntime
 
 logger = logging.getLogger(__name__)
 

@@ -21,15 +21,14 @@ from scrapy_echo.core.events import (
     SourceFailed,
     SourceRemoved,
 )
+from scrapy_echo.core.seen import Housekeeping
+from scrapy_echo.crawler.settings import EchoConfig
+from scrapy_echo.crawler.signals import page_found, source_retired
+from scrapy_echo.crawler.throughput import LaneShare, Throughput
+from scrapy_echo.inputs.signalfeed import SignalIntake
 from scrapy_echo.model.plan import Plan
 from scrapy_echo.model.policies import Policy
 from scrapy_echo.model.registry import make_policy
-from scrapy_echo.rates import LaneShare, Throughput
-from scrapy_echo.seen import Housekeeping
-from scrapy_echo.settings import EchoConfig
-from scrapy_echo.signalfeed import SignalIntake
-from scrapy_echo.signals import page_found, source_retired
-from scrapy_echo.state import CrawlState
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -37,9 +36,10 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
     from typing_extensions import Self
 
-    from scrapy_echo.clickfeed import ClickFeedReader, ClickRow, FeedReader
-    from scrapy_echo.politeness import Politeness
-    from scrapy_echo.seen import Remembered
+    from scrapy_echo.core.seen import Remembered
+    from scrapy_echo.core.view import CrawlView
+    from scrapy_echo.crawler.politeness import Politeness
+    from scrapy_echo.inputs.clickfeed import ClickFeedReader, ClickRow, FeedReader
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class EchoRuntime:
 
     # The core's parts, read-only here: only the core changes them (CrawlCore.reset).
     @property
-    def state(self) -> CrawlState:
+    def state(self) -> CrawlView:
         return self.core.state
 
     @property
@@ -184,8 +184,12 @@ class EchoRuntime:
             return []
         pages = self.core.apply(event)
         if isinstance(event, SourceFailed):
-            status = self.state.sources[self.state.add_source(event.url)]
-            if status.retired and status.failures == self.config.source_max_failures:
+            status = self.core.status_of(event.url)
+            if (
+                status is not None
+                and status.retired
+                and status.failures == self.config.source_max_failures
+            ):
                 self.crawler.signals.send_catch_log(
                     signal=source_retired,
                     source=event.url,
@@ -222,7 +226,7 @@ class EchoRuntime:
 
     def page_request(self, page: NewPage) -> Request:
         """The request for a new page, to :meth:`page_callback`; sends
-        :data:`~scrapy_echo.signals.page_found`."""
+        :data:`~scrapy_echo.crawler.signals.page_found`."""
         from scrapy import Request
 
         request = Request(page.url, callback=self.page_callback(), meta={"echo": page.meta()})
@@ -305,7 +309,7 @@ class EchoRuntime:
         """The Python click feed: ``{"url", "ts", "clicks"}`` mappings from other code. Each
         row is checked as a feed row is; a bad one is skipped and counted
         (``echo/clickfeed/invalid/<kind>``), never half-applied. Returns the rows taken."""
-        from scrapy_echo.clickfeed import InvalidClickRow, parse_click
+        from scrapy_echo.inputs.clickfeed import InvalidClickRow, parse_click
 
         good = []
         for row in rows:
@@ -367,7 +371,7 @@ class EchoComponent:
         self.runtime = runtime
 
     @property
-    def state(self) -> CrawlState:
+    def state(self) -> CrawlView:
         """The crawl state, read through the runtime: whoever replaces it (a planner taking
         over) replaces it for every component."""
         return self.runtime.state

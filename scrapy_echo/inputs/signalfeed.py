@@ -5,8 +5,8 @@ A row is ``{"url": ..., "ts": ...}`` (JSON Lines) or a CSV line under a header n
 and ``ts``: "something at ``url`` changed at ``ts``" (a ping, a partner's or a CDN's stream
 of changed URLs). ``url`` names a source, or a page the crawl found on one (its source is
 signalled); ``ts`` is epoch seconds or ISO 8601. Files are read as click feeds are
-(:mod:`scrapy_echo.clickfeed`: rotation, truncation, a line still being written). Bad rows are
-skipped, counted by kind (``echo/signalfeed/invalid/<kind>``) and the first of each kind
+(:mod:`scrapy_echo.inputs.clickfeed`: rotation, truncation, a line still being written). Bad
+rows are skipped, counted by kind (``echo/signalfeed/invalid/<kind>``) and the first of each kind
 logged; what became of the good ones is counted too (``echo/signalfeed/<outcome>``: matched
 to a ``source`` or a ``page``; ``stale``, from before the source's last crawl; ``inactive``;
 ``unmatched``). docs/how-it-works.rst, "Change-indicating signals", says what the model does
@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from scrapy_echo.clickfeed import FeedReader, InvalidClickRow, check_timestamp, check_url
 from scrapy_echo.core.events import Event, SignalsArrived
+from scrapy_echo.inputs.clickfeed import FeedReader, InvalidClickRow, check_timestamp, check_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -43,7 +43,7 @@ class SignalRow:
 
 
 def parse_signal(url: object, ts: object) -> SignalRow:
-    """Check one row's values; raises :class:`~scrapy_echo.clickfeed.InvalidClickRow`."""
+    """Check one row's values; raises :class:`~scrapy_echo.inputs.clickfeed.InvalidClickRow`."""
     if url is None or ts is None:
         missing = [n for n, v in zip(_COLUMNS, (url, ts), strict=True) if v is None]
         raise InvalidClickRow("missing_field", f"missing {', '.join(missing)}")
@@ -61,7 +61,7 @@ class SignalFeedReader(FeedReader[SignalRow]):
 
 
 class IntakeHost(Protocol):
-    """What the intake needs of the crawler's runtime (:mod:`scrapy_echo.runtime`)."""
+    """What the intake needs of the crawler's runtime (:mod:`scrapy_echo.crawler.runtime`)."""
 
     crawler: Crawler
     core: CrawlCore

@@ -2,7 +2,7 @@
 benchmark of ``scrapy echo-rank-sites`` (docs/how-it-works.rst, "Ranking sites by how
 temporal they are").
 
-Each page follows the seed's interest curve: born at a uniform time (some before the log
+Each page follows the paper's interest curve: born at a uniform time (some before the log
 starts, some in its last days), ``A`` views in all (lognormal), lognormal interest in its
 age. A temporal page has the 70% quantile of its interest within about a day, an evergreen
 one spreads it over weeks. Real sites mix both: a temporal site's pages are mostly temporal,

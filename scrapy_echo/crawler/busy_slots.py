@@ -1,7 +1,7 @@
 """Which sources sit on a busy download slot, as the scheduler sees it during one call.
 
-The policy chooses among sources whose slot is free (:mod:`scrapy_echo.politeness`); a choice
-that lands on a busy slot anyway (a page on another host than its source) is put back and its
+The policy chooses among sources whose slot is free (:mod:`scrapy_echo.crawler.politeness`); a
+choice that lands on a busy slot anyway (a page on another host than its source) is put back and its
 source set aside for the rest of the call. What the call saw also says when to look again:
 the soonest moment a busy slot frees.
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from scrapy_echo.politeness import Politeness
+    from scrapy_echo.crawler.politeness import Politeness
 
 
 class BusySlots:

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import feedparser  # type: ignore[import-untyped]
 
-from scrapy_echo.published import parse_time
+from scrapy_echo.sources.published import parse_time
 
 _JSON_FEED_VERSION = "https://jsonfeed.org/version/"
 _MAX_ITEMS = 100_000

@@ -1,9 +1,10 @@
 """What a live crawl knows, in memory: sources, crawl times, seen links, what was learned.
 
-One :class:`CrawlState` per crawler, shared by the scheduler, the middlewares and the
-extension (through :mod:`scrapy_echo.runtime`). It holds plain data and the model objects the
-simulator uses too (:class:`SourceLearner`, :class:`Frontier`); Scrapy objects stay out, except
-the waiting page requests the frontier carries, which the scheduler turns to dicts for JOBDIR.
+One :class:`CrawlState` per crawl, written by its :class:`~scrapy_echo.core.crawl.CrawlCore`
+alone (the Scrapy glue, the Redis planner and the simulator read it through the core). It
+holds plain data and the model objects the simulator uses too (:class:`SourceLearner`,
+:class:`Frontier`); Scrapy objects stay out, except the waiting page requests a live crawl's
+frontier carries, which the snapshot stores as data.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_echo.history_samples import thinned
-from scrapy_echo.identity import fold_scheme
+from scrapy_echo.core.history_samples import thinned
+from scrapy_echo.core.identity import fold_scheme
+from scrapy_echo.core.seen import FingerprintSet, Housekeeping
+from scrapy_echo.core.source_status import STATUS_FIELDS, SourceStatus, status_row
+from scrapy_echo.core.state_config import StateConfig
+from scrapy_echo.model.change_signals import SignalBook
 from scrapy_echo.model.curves import FloatArray
 from scrapy_echo.model.cycles import WeekProfile
 from scrapy_echo.model.frontier import Frontier
@@ -27,10 +32,6 @@ from scrapy_echo.model.overflow import OverflowWatch
 from scrapy_echo.model.overlap import OverlapBook
 from scrapy_echo.model.priors import ColdStart
 from scrapy_echo.model.refresh_lane import RefreshLane
-from scrapy_echo.model.signals import SignalBook
-from scrapy_echo.seen import FingerprintSet, Housekeeping
-from scrapy_echo.source_status import STATUS_FIELDS, SourceStatus, status_row
-from scrapy_echo.state_config import StateConfig
 
 RETIRED = 1e18  # the crawl time of a retired source (some 3e10 years from now)
 

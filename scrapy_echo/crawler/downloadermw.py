@@ -1,0 +1,80 @@
+"""Downloader middleware: fetch times and per-source outcomes.
+
+- Every ECHO request gets its fetch time in ``request.meta["echo"]["fetched"]``, and a source
+  response's validators (``ETag``, ``Last-Modified``) go there too, for the next conditional
+  crawl (the scheduler sends them as ``If-None-Match`` / ``If-Modified-Since``).
+- A ``304`` is recorded as a crawl that found nothing new and goes no further
+  (``IgnoreRequest``, which Scrapy does not log as an error).
+- A source crawl that fails (an exception after retries, or an error status) is recorded, and
+  the source backs off, doubling per failure in a row, so a broken source does not eat the
+  budget.
+- A request robots.txt forbids (Scrapy's ``RobotsTxtMiddleware``, with ``ROBOTSTXT_OBEY``) was
+  never sent: its budget slot is given back, and a forbidden source is asked again only after
+  ``ECHO_FAILURE_BACKOFF_MAX``, without counting a failure.
+
+It sits at 60, just inside Scrapy's offsite filter: it sees each response after retries and
+redirects are resolved, so one crawl is one outcome.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import IgnoreRequest
+
+from scrapy_echo.core.events import SourceBlocked, SourceFailed, SourceNotModified
+from scrapy_echo.crawler.runtime import EchoComponent
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.http import Response
+
+
+class EchoDownloaderMiddleware(EchoComponent):
+    def process_response(self, request: Request, response: Response) -> Response:
+        now = self.runtime.clock()
+        # In distributed mode the planner counts every worker's responses, from their events.
+        if self.runtime.transport is None:
+            self.runtime.throughput.add(now)
+        echo = request.meta.get("echo")
+        if not isinstance(echo, dict):
+            return response
+        echo["fetched"] = now
+        if echo.get("kind") != "source":
+            return response
+        url = str(echo.get("url", request.url))
+        if response.status == 304:
+            self.runtime.observe(SourceNotModified(url, now))
+            self.inc_stat("echo/sources/not_modified")
+            self.runtime.done(request)
+            raise IgnoreRequest(f"ECHO source not modified: {request.url}")
+        if response.status >= 400:
+            self._failed(url, request, f"HTTP {response.status}")
+            return response
+        etag = response.headers.get(b"ETag")
+        modified = response.headers.get(b"Last-Modified")
+        echo["etag"] = etag.decode("latin-1") if etag else None
+        echo["lm"] = modified.decode("latin-1") if modified else None
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        echo: Any = request.meta.get("echo")
+        ignored = isinstance(exception, IgnoreRequest)  # offsite, robots.txt: not a failure
+        kind = echo.get("kind") if isinstance(echo, dict) else None
+        if ignored and kind and "robots.txt" in str(exception):
+            self._forbidden(request, kind, str(echo.get("url", request.url)))
+        elif not ignored and kind == "source":
+            self._failed(str(echo.get("url", request.url)), request, type(exception).__name__)
+        # The request is finished either way (retries are done before it gets here).
+        self.runtime.done(request)
+
+    def _forbidden(self, request: Request, kind: str, url: str) -> None:
+        if self.runtime.refund is not None:
+            self.runtime.refund()
+        self.inc_stat(f"echo/{kind}s/robots_blocked")
+        if kind == "source":
+            self.runtime.observe(SourceBlocked(url, self.runtime.clock()))
+
+    def _failed(self, url: str, request: Request, why: str) -> None:
+        self.runtime.observe(SourceFailed(url, self.runtime.clock(), why))
+        self.inc_stat("echo/sources/failed")

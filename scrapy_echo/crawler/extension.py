@@ -1,0 +1,162 @@
+"""Extension: every ``ECHO_RESOLVE_INTERVAL`` seconds, fold in the click feed and re-solve;
+every ``ECHO_SIGNAL_POLL_INTERVAL`` seconds, read the signal feed; every ``ECHO_LOG_INTERVAL``
+seconds, one status line.
+
+Each round reads what the click feed files gained since the last round (``ECHO_CLICK_FEED``,
+tailed across rotations), hands the rows to the learner (which attributes each click to its
+page's source and age, and refits ``P, μ`` at most every ``ECHO_CLICK_PUSH_PERIOD``), refreshes
+``λ``, re-solves the intervals, logs one summary line and sets the ``echo/`` stats.
+
+The status line, like Scrapy's LogStats, says what the scheduler is doing: sources scheduled
+(kept by the plan) and idle, new pages waiting, the request rate against the budget, ``ω``
+(the value a crawl must bring), and pages dropped as not worth a crawl. Every figure is also a
+stat.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+from twisted.internet.task import LoopingCall
+
+from scrapy_echo.crawler.runtime import EchoComponent, EchoRuntime
+from scrapy_echo.inputs.clickfeed import ClickFeedReader
+from scrapy_echo.inputs.signalfeed import SignalFeedReader
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+
+class EchoExtension(EchoComponent):
+    def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
+        super().__init__(crawler, runtime)
+        feed = runtime.config.click_feed
+        # Created now, before the scheduler opens, so a JOBDIR resume can restore positions.
+        runtime.feeds = [ClickFeedReader(feed)] if feed is not None else []
+        signal_feed = runtime.config.signal_feed
+        runtime.signal_intake.readers = (
+            [SignalFeedReader(signal_feed)] if signal_feed is not None else []
+        )
+        self._signal_loop: LoopingCall | None = None
+        self._loop: LoopingCall | None = None
+        self._status_loop: LoopingCall | None = None
+        self._responses_then = (0, 0.0)  # responses counted, and when, at the last status
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        extension = super().from_crawler(crawler)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_opened(self) -> None:
+        self.read_click_feeds()
+        self._loop = LoopingCall(self.resolve)
+        # The scheduler made the first plan when it opened.
+        self._loop.start(self.runtime.config.resolve_interval, now=False)
+        self._responses_then = (0, self.runtime.clock())
+        self._status_loop = LoopingCall(self.log_status)
+        self._status_loop.start(self.runtime.config.log_interval, now=False)
+        if self.runtime.signal_intake.readers:
+            self._signal_loop = LoopingCall(self.read_signal_feeds)
+            self._signal_loop.start(self.runtime.config.signal_poll_interval, now=True)
+
+    def spider_closed(self) -> None:
+        for loop in (self._loop, self._status_loop, self._signal_loop):
+            if loop is not None and loop.running:
+                loop.stop()
+
+    def log_status(self) -> dict[str, float]:
+        """Log the status line and set its stats; returns its figures."""
+        figures = self.status()
+        stats = self.crawler.stats
+        if stats is not None:
+            for key, value in figures.items():
+                stats.set_value(f"echo/status/{key}", value)
+        retired = f", {figures['retired']:.0f} retired" if figures["retired"] else ""
+        logger.info(
+            "ECHO: %d sources scheduled, %d idle%s; %d new pages waiting; %.2f requests/s of a "
+            "budget of %.2f; omega %.3g; %d pages dropped as not worth a crawl",
+            figures["scheduled"], figures["idle"], retired, figures["waiting"], figures["rate"],
+            figures["budget"], figures["omega"], figures["dropped"],
+        )  # fmt: skip
+        return figures
+
+    def status(self) -> dict[str, float]:
+        runtime, now = self.runtime, self.runtime.clock()
+        plan = runtime.policy.plan
+        kept = int(plan.kept.sum()) if runtime.holds_state else 0
+        sources = len(runtime.state.sources) if runtime.holds_state else 0
+        # This worker's responses since the last line (the whole crawl on one machine).
+        stats = self.crawler.stats
+        responses = int(stats.get_value("response_received_count", 0)) if stats else 0
+        before, then = self._responses_then
+        self._responses_then = (responses, now)
+        rate = (responses - before) / (now - then) if now > then else 0.0
+        if runtime.transport is not None and runtime.holds_state:
+            rate = runtime.throughput.rate(now) or 0.0  # the planner sees every worker's
+        return {
+            "scheduled": kept,
+            "idle": max(0, sources - kept),
+            "waiting": len(runtime.state.frontier),
+            "rate": rate,
+            "budget": runtime.crawl_rate(),
+            "omega": float(plan.omega) if runtime.holds_state else 0.0,
+            "dropped": int(getattr(runtime.policy, "dropped_pages", 0)),
+            "retired": runtime.state.retired_sources if runtime.holds_state else 0,
+        }
+
+    def resolve(self) -> None:
+        if not self.runtime.holds_state:
+            return  # distributed mode: the planner re-solves, the others read its schedule
+        try:
+            self.read_click_feeds()
+            self.runtime.replan()
+        except Exception:
+            # A failed round must not stop the loop: the old plan stays in force.
+            logger.exception("ECHO re-solve failed; keeping the previous schedule")
+            self.inc_stat("echo/solver/errors")
+            return
+        self._set_stats()
+
+    def read_click_feeds(self) -> int:
+        """Fold in every complete row the feeds gained; returns how many were good."""
+        taken = 0
+        if not self.runtime.holds_state:
+            return taken  # distributed mode: only the planner reads the feed files
+        for reader in self.runtime.feeds:
+            taken += self.runtime.add_clicks(reader.read())
+            if reader.missing:  # (logged by the reader when it went)
+                self.inc_stat("echo/clickfeed/missing")
+            for kind, new in reader.new_invalid().items():
+                self.inc_stat("echo/clickfeed/invalid", new)
+                self.inc_stat(f"echo/clickfeed/invalid/{kind}", new)
+        return taken
+
+    def read_signal_feeds(self) -> int:
+        """Hand on every complete row the signal feeds gained (only the planner reads them in
+        distributed mode); returns how many were good. A failure is logged, never fatal."""
+        if not self.runtime.holds_state:
+            return 0
+        try:
+            return self.runtime.signal_intake.read_files()
+        except Exception:
+            logger.exception("ECHO could not read the signal feed; trying again next poll")
+            self.inc_stat("echo/signalfeed/errors")
+            return 0
+
+    def _set_stats(self) -> None:
+        stats = self.crawler.stats
+        if stats is None:
+            return
+        state = self.runtime.state
+        stats.set_value("echo/sources/count", len(state.sources))
+        stats.set_value("echo/sources/retired", state.retired_sources)
+        stats.set_value("echo/pages/waiting", len(state.frontier))
+        stats.set_value("echo/clickfeed/pending_rows", state.learner.pending_clicks)
+        stats.set_value("echo/clickfeed/dropped_rows", state.learner.dropped_clicks)

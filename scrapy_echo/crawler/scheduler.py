@@ -1,0 +1,371 @@
+"""The ECHO scheduler: a source lane, a new-page lane and a plain lane behind one budget.
+
+Every time the engine asks for a request, the policy (:mod:`scrapy_echo.model.policies`, the
+same objects the simulator runs) decides between recrawling a source and fetching a waiting
+new page; any other request the spider yields waits in a plain FIFO lane, which gets at most
+``ECHO_PLAIN_SHARE`` of the slots while ECHO has work, and every slot when it has none. With
+``ECHO_CRAWL_RATE`` set, requests leave no faster than that rate.
+
+The scheduler never reports itself empty while there are sources: a monitor runs until it is
+stopped (or a ``CLOSESPIDER_*`` condition closes it). When nothing may leave now, it wakes the
+engine itself at the moment something can, instead of waiting for the engine's 5 s heartbeat.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scrapy import Request
+from scrapy.utils.misc import build_from_crawler, load_object
+from twisted.internet.task import LoopingCall
+
+from scrapy_echo.core.crawl import Dispatch, NewPage
+from scrapy_echo.core.events import SourceAdded
+from scrapy_echo.crawler.busy_slots import BusySlots
+from scrapy_echo.crawler.callbacks import check_page_callback, source_seen
+from scrapy_echo.crawler.echo_requests import refresh_request, source_request
+from scrapy_echo.crawler.jobdir import Checkpointer
+from scrapy_echo.crawler.politeness import Politeness
+from scrapy_echo.crawler.runtime import EchoComponent, EchoRuntime
+from scrapy_echo.crawler.settings import read_sources
+from scrapy_echo.distributed.wire import RequestRules, decode_request, encode_request
+from scrapy_echo.inputs import source_control
+from scrapy_echo.inputs.source_control import SOURCES_POLL, SourcesFile
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+# A budget left unused while idle may be spent at once, up to this many seconds of it.
+_BURST_SECONDS = 1.0
+# Longest nap between wake-ups when nothing is due (new sources or pages may arrive).
+_MAX_NAP = 1.0
+# Choices the policy may make for busy download slots in one call before the slot is left
+# idle (each is put back and its source set aside for the rest of the call).
+_MAX_TRIES = 16
+# Plain requests looked at for one whose download slot is free.
+_PLAIN_SCAN = 32
+
+
+class EchoScheduler(EchoComponent):
+    """Scrapy scheduler (``SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"``)."""
+
+    def __init__(self, crawler: Crawler, runtime: EchoRuntime) -> None:
+        super().__init__(crawler, runtime)
+        self.dupefilter: Any = build_from_crawler(
+            load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler
+        )
+        self.plain: deque[Request] = deque()
+        self.checkpointer = Checkpointer.from_crawler(crawler, runtime, self)
+        self.spider: Spider | None = None
+        self._source_callback: Any = source_seen
+        self.request_rules: RequestRules | None = None  # what a request in Redis may ask
+        self._next_slot = -math.inf  # earliest time the budget lets the next request leave
+        self._plain_served = 0
+        self._echo_served = 0
+        self._wake_call: Any = None  # IDelayedCall
+        self._checkpoint_loop: LoopingCall | None = None
+        self._sources_loop: LoopingCall | None = None
+        self._sources_file: SourcesFile | None = None
+        jobdir = crawler.settings.get("JOBDIR")
+        self._jobdir = Path(jobdir) if jobdir else None
+        self.politeness = Politeness(crawler)
+        if runtime.config.politeness:
+            runtime.politeness = self.politeness
+        runtime.refund = self.refund
+        self.busy = BusySlots(self.politeness, self.inc_stat)
+
+    # -- BaseScheduler ---------------------------------------------------------------------
+    def attach(self, spider: Spider) -> None:
+        """Know the spider: its source callback, and whose methods stored requests name."""
+        self.spider = spider
+        self._source_callback = getattr(spider, "parse_source", None) or source_seen
+
+    def open(self, spider: Spider) -> None:
+        self.attach(spider)
+        check_page_callback(self.runtime)
+        self.dupefilter.open()
+        restored = self.checkpointer.restore(spider)
+        own = read_sources(getattr(spider, "echo_sources", ()))
+        self.runtime.core.add_sources(self.runtime.config.sources + own)
+        if not self.state.sources:
+            logger.warning(
+                "ECHO has no sources: set ECHO_SOURCES or the spider's echo_sources; "
+                "only the spider's own requests will be crawled"
+            )
+        logger.info(
+            "ECHO scheduler: %d sources, policy %s, budget %s%s",
+            len(self.state.sources),
+            self.runtime.policy.name,
+            f"{self.runtime.config.crawl_rate:g} pages/s"
+            if self.runtime.config.crawl_rate
+            else "the measured throughput",
+            ", resumed from JOBDIR" if restored else "",
+        )
+        config = self.runtime.config
+        if config.sources_file is not None:
+            self._sources_file = SourcesFile(config.sources_file, config.sources)
+        self.poll_sources()  # commands left while the crawl was down
+        self.runtime.replan()
+        self._sources_loop = LoopingCall(self.poll_sources)
+        self._sources_loop.start(SOURCES_POLL, now=False)
+        if self.checkpointer.enabled:
+            self._checkpoint_loop = LoopingCall(self.checkpointer.save)
+            self._checkpoint_loop.start(self.runtime.config.checkpoint_interval, now=False)
+
+    def close(self, reason: str) -> None:
+        if self._wake_call is not None and self._wake_call.active():
+            self._wake_call.cancel()
+        for loop in (self._checkpoint_loop, self._sources_loop):
+            if loop is not None and loop.running:
+                loop.stop()
+        self.checkpointer.save_now()
+        self.dupefilter.close(reason)
+
+    def has_pending_requests(self) -> bool:
+        return bool(self.state.sources) or bool(self.plain) or bool(len(self.state.frontier))
+
+    def __len__(self) -> int:
+        return len(self.plain) + len(self.state.frontier)
+
+    def enqueue_request(self, request: Request) -> bool:
+        taken = self._enqueue(request)
+        if taken:
+            self.count_scrapy_stat("enqueued", "memory")
+        return taken
+
+    def _enqueue(self, request: Request) -> bool:
+        echo = request.meta.get("echo")
+        if (
+            isinstance(echo, dict)
+            and echo.get("kind") == "page"
+            and request.meta.get("redirect_urls")
+        ):
+            # A page that redirected: if it landed on a page fetched under another URL, it is
+            # that page, fetched already; else finish it first, like a source's redirect.
+            if self.state.already_fetched(request.url):
+                self.inc_stat("echo/pages/duplicate_skipped")
+                return False
+            self.plain.appendleft(request)
+            self.inc_stat("echo/scheduler/enqueued/page_followup")
+            return True
+        if isinstance(echo, dict) and echo.get("kind") == "page":
+            self.runtime.core.queue(NewPage.from_meta(echo, request.url), request)
+            self.inc_stat("echo/scheduler/enqueued/page")
+            return True
+        if isinstance(echo, dict) and echo.get("kind") in ("source", "refresh"):
+            # A redirect or retry of a source crawl or a refetch already under way (the
+            # scheduler only ever hands these out itself): finish it first.
+            self.plain.appendleft(request)
+            self.inc_stat(f"echo/scheduler/enqueued/{echo['kind']}_followup")
+            return True
+        if request.meta.get("echo_source"):
+            # The policy decides when to crawl it; a retired source added again comes back.
+            self.runtime.observe(SourceAdded(request.url))
+            self.inc_stat("echo/scheduler/enqueued/new_source")
+            return True
+        if not request.dont_filter and self.dupefilter.request_seen(request):
+            self.dupefilter.log(request, self.spider)
+            return False
+        self.plain.append(request)
+        self.inc_stat("echo/scheduler/enqueued/plain")
+        return True
+
+    def next_request(self) -> Request | None:
+        request = self._next_request()
+        if request is not None:
+            self.count_scrapy_stat("dequeued", "memory")
+            self.checkpointer.handed(request)  # in flight, for checkpoints to save
+        return request
+
+    def _next_request(self) -> Request | None:
+        now = self.runtime.clock()
+        if now < self._next_slot:
+            self._wake_at(self._next_slot - now)
+            return None
+        self.busy.start_call()
+        request = self._pick(now)
+        if request is None:
+            self._wake_at(min(self._nap(now), self.busy.soonest_free))
+            return None
+        self.politeness.handed(self.politeness.slot_key(request))
+        rate = self.runtime.config.crawl_rate
+        if rate is not None:
+            self._next_slot = max(self._next_slot, now - _BURST_SECONDS) + 1.0 / rate
+        return request
+
+    def poll_sources(self) -> None:
+        """Apply what changed in the sources file and the commands left in the JOBDIR
+        (:mod:`scrapy_echo.inputs.source_control`)."""
+        for event in source_control.poll(self._sources_file, self._jobdir, self.inc_stat):
+            for request in self.runtime.observe(event):
+                self.enqueue_request(request)
+
+    def refund(self) -> None:
+        """A request handed over was never sent (robots.txt forbade it): its budget slot
+        can go to another request."""
+        rate = self.runtime.config.crawl_rate
+        if rate is not None:
+            self._next_slot -= 1.0 / rate
+        self.inc_stat("echo/scheduler/refunded")
+
+    # -- requests as data (JOBDIR and Redis) -------------------------------------------------
+    def encode(self, request: Request) -> str:
+        """``request`` as JSON data (:mod:`scrapy_echo.distributed.wire`); ``ValueError`` if
+        it cannot be stored (a callback that is not a spider method, meta that is not JSON)."""
+        assert self.spider is not None
+        return encode_request(request, self.spider, self._source_callback, rules=self.request_rules)
+
+    def decode(self, payload: bytes | str) -> Request:
+        """The request ``payload`` stores; ``ValueError`` (``InvalidPayload``) if it is not
+        one this spider can run."""
+        assert self.spider is not None
+        return decode_request(payload, self.spider, self._source_callback, rules=self.request_rules)
+
+    # -- lanes -----------------------------------------------------------------------------
+    def _pick(self, now: float) -> Request | None:
+        request = self._followup()
+        if request is None:
+            share = self.runtime.config.plain_share
+            total = self._plain_served + self._echo_served
+            if self.plain and self._plain_served <= share * total:
+                plain = self._serve_plain()
+                if plain is not None:
+                    return plain
+            request = self.next_refresh_request(now) or self.next_echo_request(now)
+        if request is not None:
+            self._echo_served += 1
+            self.runtime.lanes.add(now, plain=False)
+            return request
+        return self._serve_plain() if self.plain else None
+
+    def _followup(self) -> Request | None:
+        """A redirect or retry of ECHO's own request under way (see _enqueue), if its slot is
+        free: finished first, whatever the plain lane's share."""
+        head = self.plain[0] if self.plain else None
+        if head is None or not isinstance(head.meta.get("echo"), dict):
+            return None
+        if not self._slot_free(self.politeness.slot_key(head)):
+            return None
+        self.inc_stat("echo/scheduler/dequeued/followup")
+        return self.plain.popleft()
+
+    def next_refresh_request(
+        self, now: float, *, count: bool = True, polite: bool = True
+    ) -> Request | None:
+        """A fetched page due for a refetch by the refresh lane (``count`` and ``polite`` as
+        for :meth:`next_echo_request`)."""
+        core = self.runtime.core
+        page = core.next_refresh(now)
+        if page is None:
+            return None
+        tracked = self.state.refresh.pages[page]
+        source_url = self.state.sources[tracked.source].url
+        request = refresh_request(tracked, source_url, self.runtime.page_callback())
+        if polite and self.runtime.config.politeness:
+            key = self.politeness.slot_key(request)
+            if not self._slot_free(key):
+                core.refresh_put_back(page, now + self.politeness.wait(key))
+                self.inc_stat("echo/scheduler/refresh_put_back")
+                return None
+        if count:
+            self.inc_stat("echo/scheduler/dequeued/refresh")
+        return request
+
+    def _serve_plain(self) -> Request | None:
+        """The first plain request (of the first few) whose download slot is free."""
+        for position, request in enumerate(self.plain):
+            if position == _PLAIN_SCAN:
+                return None
+            if self._slot_free(self.politeness.slot_key(request)):
+                del self.plain[position]
+                break
+        else:
+            return None
+        self._plain_served += 1
+        self.runtime.lanes.add(self.runtime.clock(), plain=True)
+        self.inc_stat("echo/scheduler/dequeued/plain")
+        return request
+
+    def _slot_free(self, key: str) -> bool:
+        return not self.runtime.config.politeness or self.busy.free(key)
+
+    def next_echo_request(
+        self, now: float, *, count: bool = True, polite: bool = True
+    ) -> Request | None:
+        """The policy's choice as a request (``count``: as a request leaving this worker).
+
+        ``polite``: only a request whose download slot is free
+        (:mod:`scrapy_echo.crawler.politeness`); the core dispatches among the sources whose
+        slot is free, and a dispatch that lands on a busy slot anyway (a page on another host
+        than its source) is put back."""
+        polite = polite and self.runtime.config.politeness
+        if polite:
+            blocked = self.busy.of_sources(self.state.sources)
+        else:
+            blocked = self.busy.blocked = None
+        core = self.runtime.core
+        skipped = core.duplicates_skipped
+        try:
+            for _ in range(_MAX_TRIES):
+                dispatched = core.dispatch(now, blocked)
+                if dispatched is None:
+                    return None
+                request = self._request_for(dispatched)
+                if polite and not self._slot_free(self.politeness.slot_key(request)):
+                    core.put_back(dispatched)
+                    blocked = self.busy.set_aside(dispatched.source, len(self.state.sources))
+                    continue
+                if count:
+                    self.inc_stat(f"echo/scheduler/dequeued/{dispatched.kind}")
+                return request
+            return None
+        finally:
+            if core.duplicates_skipped > skipped:
+                self.inc_stat("echo/pages/duplicate_skipped", core.duplicates_skipped - skipped)
+
+    def _request_for(self, dispatched: Dispatch) -> Request:
+        if dispatched.page is not None:
+            return dispatched.page.page  # type: ignore[return-value]
+        source = dispatched.source
+        return source_request(self.state.sources[source], source, self._source_callback)
+
+    def _nap(self, now: float) -> float:
+        """Seconds until a source is due under the current plan (at most ``_MAX_NAP``);
+        sources on busy download slots wait for their slot (``busy.soonest_free``) instead."""
+        plan = self.runtime.policy.plan
+        last = self.state.last_crawl
+        if len(plan) != last.size or not last.size:
+            return _MAX_NAP
+        due_at = last + plan.intervals
+        blocked = self.busy.blocked
+        if blocked is not None:
+            due_at[blocked[: due_at.size]] = math.inf
+        with np.errstate(invalid="ignore"):
+            soonest = float(np.nanmin(due_at, initial=math.inf))  # (never-crawled: NaN)
+        due = min(_MAX_NAP, max(0.0, soonest - now))
+        return due if math.isfinite(due) else _MAX_NAP
+
+    def _wake_at(self, delay: float) -> None:
+        # Imported here: importing it at module level would install a reactor of its own.
+        from twisted.internet import reactor as installed
+
+        reactor: Any = installed  # zope interfaces do not type-check as classes
+        delay = max(delay, 0.001)
+        call = self._wake_call
+        if call is not None and call.active():
+            if call.getTime() <= reactor.seconds() + delay:
+                return
+            call.cancel()
+        self._wake_call = reactor.callLater(delay, self._wake)
+
+    def _wake(self) -> None:
+        self._wake_call = None
+        self.runtime.wake_engine()

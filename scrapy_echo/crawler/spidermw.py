@@ -1,0 +1,194 @@
+"""Spider middleware: new pages out of source responses, and the crawl of each new page.
+
+On a source response it takes the source's outlinks (:mod:`scrapy_echo.sources.outlinks`),
+keeps those never seen before, records the crawl's yield for ``λ``, and sends a request for
+each new page, tagged with its source and estimated appearance time: the midpoint of the
+source's last two crawls, or the time the source itself states (a feed's ``pubDate``) when it
+falls in that window. On a new page's response it tells the learner the page was crawled, with
+the page's own published time when it states one that fits. The spider's callbacks still get
+every response.
+
+New pages go to the spider's ``parse`` unless the spider names another callback in
+``echo_page_callback``; a spider may also set ``echo_link_extractor`` (a ``LinkExtractor``).
+It sits at 950, next to the spider, so the new page requests pass through Scrapy's own
+middlewares (depth, referer, URL length) like the spider's requests do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from scrapy.http import TextResponse
+
+from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded, SourceFetched
+from scrapy_echo.core.identity import fold_scheme
+from scrapy_echo.crawler.runtime import EchoComponent
+from scrapy_echo.inputs.signalfeed import SignalRow
+from scrapy_echo.model.content import digest
+from scrapy_echo.sources.outlinks import SourceContent, published_time, read_source
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+_MAX_ALIAS_LENGTH = 2048  # a longer "canonical" URL is junk, and would not fit an event
+
+
+class EchoSpiderMiddleware(EchoComponent):
+    _unreadable_logged: set[str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._unreadable_logged = set()
+        self._last_dates: dict[str, float] = {}  # per source URL, the latest date it was given
+
+    def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
+        yield from self.handle_response(response)
+        yield from result
+        self.runtime.done(response.request)
+
+    async def process_spider_output_async(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        for request in self.handle_response(response):
+            yield request
+        async for item in result:
+            yield item
+        self.runtime.done(response.request)
+
+    def process_spider_exception(self, response: Response, exception: Exception) -> None:
+        # The response is handled (the spider failed on it, or Scrapy filtered it out).
+        self.runtime.done(response.request)
+
+    def handle_response(self, response: Response) -> list[Request]:
+        """Record what ``response`` tells ECHO; the new page requests it yields."""
+        echo = response.meta.get("echo")
+        if not isinstance(echo, dict):
+            return []
+        if echo.get("kind") == "source":
+            return self._source_response(response, echo)
+        if echo.get("kind") in ("page", "refresh"):
+            self._page_response(response, echo)
+        return []
+
+    def _source_response(self, response: Response, echo: dict[str, Any]) -> list[Request]:
+        config = self.runtime.config
+        content = read_source(
+            response,
+            extractor=getattr(self.crawler.spider, "echo_link_extractor", None),
+            identity=config.identity,
+            same_site=config.site_rule,
+            limit=config.max_links_per_source,
+        )
+        self.inc_stat(f"echo/sources/kind/{content.kind}")
+        if content.bad_urls:
+            self.inc_stat("echo/links/bad_url", content.bad_urls)
+        if content.error is not None:
+            self.inc_stat("echo/sources/unreadable")
+            if response.url not in self._unreadable_logged:  # once per source, then counted
+                self._unreadable_logged.add(response.url)
+                logger.warning("ECHO source %s unreadable (%s)", response.url, content.error)
+        for url in content.sources:  # a sitemap index's sitemaps, a robots.txt's
+            self.runtime.observe(SourceAdded(url))
+        if content.sources:
+            self.inc_stat("echo/sources/found", len(content.sources))
+        self._dates_moved(content)
+        event = SourceFetched(
+            str(echo.get("url", response.url)),
+            float(echo.get("fetched", self.runtime.clock())),
+            tuple((link.url, link.published) for link in content.links),
+            echo.get("etag"),
+            echo.get("lm"),
+        )
+        requests = self.runtime.observe(event)
+        self.inc_stat("echo/sources/crawled")
+        if requests:
+            self.inc_stat("echo/pages/new", len(requests))
+            if config.debug:
+                logger.debug("ECHO %d new pages on %s", len(requests), response.url)
+        return requests
+
+    def _dates_moved(self, content: SourceContent) -> None:
+        """The change signals a source response carries itself: a sitemap index's ``lastmod``
+        for a sitemap it lists, and (on the machine holding the state) a dated link to a
+        known source, such as a sitemap or feed listing section pages. Each date counts
+        once, when it moves past the last one seen for that URL; the core drops it if the
+        source was crawled since."""
+        dated = dict(content.source_dates)
+        runtime = self.runtime
+        if runtime.holds_state:
+            known = runtime.state.source_ids
+            for link in content.links:  # (clean already: their key is the folded URL)
+                if link.published is not None and fold_scheme(link.url) in known:
+                    dated[link.url] = link.published
+        moved = []
+        for url, changed in dated.items():
+            if changed > self._last_dates.get(url, -math.inf):
+                self._last_dates[url] = changed
+                moved.append(SignalRow(url, changed))
+        if moved:
+            self.inc_stat("echo/signals/own", len(moved))
+            runtime.signal_intake.add(moved)
+
+    def _page_response(self, response: Response, echo: dict[str, Any]) -> None:
+        appeared = float(echo["appeared"])
+        start, end = echo.get("window", (appeared, appeared))
+        stated = published_time(response)
+        if stated is not None and start <= stated <= end:
+            appeared = stated
+            self.inc_stat("echo/pages/published_time_used")
+        source_url = echo.get("source_url")
+        if source_url is None:  # a request queued by an earlier version (JOBDIR)
+            source_url = self.state.sources[int(echo["source"])].url
+        aliases = page_aliases(response, str(echo["page"]))
+        if aliases:
+            self.inc_stat("echo/pages/aliases", len(aliases))
+        refresh = echo.get("kind") == "refresh"
+        event = PageFetched(
+            str(echo["page"]),
+            str(source_url),
+            appeared,
+            float(echo.get("fetched", self.runtime.clock())),
+            aliases,
+            content_digest(response),
+            refresh,
+        )
+        self.runtime.observe(event)
+        self.inc_stat("echo/pages/refreshed" if refresh else "echo/pages/crawled")
+
+
+def content_digest(response: Response) -> str:
+    """What tells whether a page changed between two fetches: a digest of its body, and its
+    ``ETag`` if it sends one (:mod:`scrapy_echo.model.content` compares two fetches by ETag
+    where both have one, else by body; a page that embeds the time or rotating ads and sends
+    no ETag changes at every fetch: the refresh lane then learns that its site always
+    changes)."""
+    etag = response.headers.get(b"ETag")
+    body = hashlib.blake2b(response.body, digest_size=8).hexdigest()
+    return digest(body, etag.decode("latin-1")[:200] if etag else None)
+
+
+def page_aliases(response: Response, page: str) -> tuple[str, ...]:
+    """The page's other URLs: the redirects it went through, where it landed, and its
+    ``rel=canonical`` link (absolute http(s) URLs only, at most ``MAX_ALIASES``)."""
+    found = [str(url) for url in response.meta.get("redirect_urls", ())]
+    found.append(response.url)
+    if isinstance(response, TextResponse) and response.body.lstrip()[:5] != b"<?xml":
+        try:
+            canonical = response.xpath("//link[@rel='canonical'][1]/@href").get()
+        except ValueError:  # not HTML after all
+            canonical = None
+        if canonical:
+            found.append(response.urljoin(canonical.strip()))
+    aliases: list[str] = []
+    for url in found:
+        usable = url.startswith(("http://", "https://")) and len(url) <= _MAX_ALIAS_LENGTH
+        if usable and url != page and url not in aliases:
+            aliases.append(url)
+    return tuple(aliases[:MAX_ALIASES])
