@@ -142,6 +142,24 @@ def test_signals_users_add_are_taken_once(store):
     assert again == []
 
 
+def test_what_users_push_is_taken_only_by_the_lease_holder(store):
+    """A worker whose lease ran out takes no pushed source or signal (it would drop them
+    when it steps down); the holder takes them all, once."""
+    assert store.acquire_solver("A", 300) == 1
+    time.sleep(0.4)  # A stalls past its lease: B takes over
+    assert store.acquire_solver("B", 300) == 2
+    store.client.rpush(store.keys["sources"], "http://a.test/", "http://b.test/")
+    store.client.xadd(store.keys["signals"], {"url": "http://a.test/", "ts": "150"})
+    held, _, sources, _, signals = store.poll("A", 1, 300, "0-0", 10)
+    assert (held, sources, signals) == (0, [], [])
+    assert store.client.llen(store.keys["sources"]) == 2
+    held, _, sources, _, signals = store.poll("B", 2, 300, "0-0", 10)
+    assert held == 2 and sources == [b"http://a.test/", b"http://b.test/"]
+    assert signals == [{b"url": b"http://a.test/", b"ts": b"150"}]
+    held, _, sources, _, signals = store.poll("B", 2, 300, "0-0", 10)
+    assert (sources, signals) == ([], [])
+
+
 def test_the_planner_checks_and_applies_the_signals_it_takes():
     from types import SimpleNamespace
 

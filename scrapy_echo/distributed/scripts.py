@@ -267,14 +267,29 @@ redis.call('XTRIM', KEYS[3], 'MINID', ARGV[2])
 return 1
 """
 
-# KEYS: signals; ARGV: count. Takes (reads and deletes) up to count entries of the signals
-# stream users add to: [[id, [field, value, ...]], ...].
+# KEYS: solver, signals; ARGV: token, count. The lease holder takes (reads and deletes) up to
+# count entries of the signals stream users add to: [[id, [field, value, ...]], ...]; a worker
+# that no longer holds the lease takes none (they wait for the one that does).
 TAKE_SIGNALS = """
-local entries = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', ARGV[1])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return {}
+end
+local entries = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', ARGV[2])
 for _, entry in ipairs(entries) do
-  redis.call('XDEL', KEYS[1], entry[1])
+  redis.call('XDEL', KEYS[2], entry[1])
 end
 return entries
+"""
+
+# KEYS: solver, sources; ARGV: token, count. The lease holder takes up to count of the sources
+# users pushed; a worker that no longer holds the lease takes none.
+TAKE_SOURCES = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return {}
+end
+local taken = redis.call('LRANGE', KEYS[2], 0, tonumber(ARGV[2]) - 1)
+redis.call('LTRIM', KEYS[2], #taken, -1)
+return taken
 """
 
 # KEYS: crawl; ARGV: who (project and spider class). Creates the crawl's identity if absent.

@@ -47,6 +47,7 @@ def key_base(prefix: str, spider: str) -> str:
 
 
 SIGNALS_PER_ROUND = 1000
+SOURCES_PER_ROUND = 100  # sources users pushed, taken by the planner per round
 SNAPSHOT_BLOCK = 4 << 20  # bytes of saved state per command
 _STAGED_TTL_MS = 600_000
 
@@ -114,6 +115,7 @@ class RedisStore:
         self._release_solver = register(scripts.RELEASE_SOLVER)
         self._save = register(scripts.SAVE_SNAPSHOT)
         self._take_signals = register(scripts.TAKE_SIGNALS)
+        self._take_sources = register(scripts.TAKE_SOURCES)
         self._claim = register(scripts.CLAIM)
 
     def _k(self, *names: str) -> list[str]:
@@ -195,20 +197,21 @@ class RedisStore:
     ) -> tuple[int, list[tuple[str, bytes]], list[bytes], int, list[dict[bytes, bytes]]]:
         """Renew the lease (the term held: ``term``, a new one if Redis lost its data and the
         planner took the lease back, 0 if lost); events after ``after``; sources users
-        pushed; queue depth; the signals users added (taken: at most once, as pushed sources
-        are). Logs ``solves`` (unfenced on purpose: a planner that kept solving after losing
-        its lease would show in the log)."""
+        pushed; queue depth; the signals users added (taken at most once, as pushed sources
+        are, and only while this worker holds the lease). Logs ``solves`` (unfenced on
+        purpose: a planner that kept solving after losing its lease would show in the log)."""
         pipe = self.client.pipeline(transaction=True)
         if solves:
             pipe.rpush(self.keys["solves"], *solves)
         self._renew_solver(self._k("solver", "counters", "solver_log"), [token, lease_ms, term],
                            client=pipe)  # fmt: skip
         pipe.xrange(self.keys["events"], f"({after}", "+", count=count)
-        pipe.lrange(self.keys["sources"], 0, 99)
-        pipe.ltrim(self.keys["sources"], 100, -1)
+        # Taken after the renewal, and only if it left this worker the holder: what users
+        # pushed is never taken by a worker that lost the lease (and would drop it).
+        self._take_sources(self._k("solver", "sources"), [token, SOURCES_PER_ROUND], client=pipe)
         pipe.zcard(self.keys["queue"])
-        self._take_signals(self._k("signals"), [SIGNALS_PER_ROUND], client=pipe)
-        *_, held, events, sources, _, depth, taken = pipe.execute()
+        self._take_signals(self._k("solver", "signals"), [token, SIGNALS_PER_ROUND], client=pipe)
+        *_, held, events, sources, depth, taken = pipe.execute()
         decoded = [(eid.decode(), fields.get(b"d", b"")) for eid, fields in events]
         return int(held), decoded, list(sources), int(depth), _stream_fields(taken)
 
