@@ -69,9 +69,7 @@ def test_the_core_does_no_io_of_its_own() -> None:
     io = {"scrapy", "twisted", "redis", "scrapy_redis", "lxml", "socket", "requests"}
     glue = ("scrapy_echo.crawler", "scrapy_echo.distributed", "scrapy_echo.sim")
     found = {
-        path: sorted(
-            {m for m, _ in imported(tree) if m.split(".")[0] in io or m.startswith(glue)}
-        )
+        path: sorted({m for m, _ in imported(tree) if m.split(".")[0] in io or m.startswith(glue)})
         for path, tree in modules().items()
         if path.startswith("core/")
     }

@@ -172,9 +172,9 @@ def test_page_response_tells_the_learner_with_its_own_published_time() -> None:
     crawler, runtime, _ = setup()
     source = runtime.state.add_source("http://news.test/")
     mw = EchoSpiderMiddleware.from_crawler(crawler)
-    meta = {"kind": "page", "source": source, "page": "http://news.test/a",
-            "appeared": 150.0, "window": (100.0, 200.0), "discovered": 200.0,
-            "fetched": 210.0}  # fmt: skip
+    meta = {"kind": "page", "source": source, "source_url": "http://news.test/",
+            "page": "http://news.test/a", "appeared": 150.0, "window": (100.0, 200.0),
+            "discovered": 200.0, "fetched": 210.0}  # fmt: skip
     request = Request("http://news.test/a", meta={"echo": meta})
     page = HtmlResponse(
         request.url,

@@ -208,6 +208,7 @@ def test_echo_report_names_the_sources_whose_rate_is_only_a_floor() -> None:
         "sources": core.state.sources,
         "learner": core.state.learner,
         "overflow": core.state.overflow.to_data(),
+        "overlap": core.state.overlap.to_data(),
         "saved_at": 30_000.0,
         "crawled_pages": 0,
         "frontier": [],

@@ -155,4 +155,5 @@ def test_echo_report_lists_the_overlapping_pairs() -> None:
         }
     ]
     assert "https://a.test/b follows https://a.test/: Jaccard 0.83" in report._overlap_text()
-    assert Report({"sources": sources}, est, report.plan, 1.0).overlap_rows() == []
+    empty = {"sources": sources, "overlap": OverlapBook().to_data()}
+    assert Report(empty, est, report.plan, 1.0).overlap_rows() == []

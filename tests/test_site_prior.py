@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from scrapy_echo.core.hosts import SourceHosts
 from scrapy_echo.model.estimators import DecayFit
 from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.model.overflow import OverflowWatch
+from scrapy_echo.model.overlap import OverlapBook
 from scrapy_echo.model.priors import ColdStart, apply_cold_start
 from scrapy_echo.model.site_prior import MAX_PSEUDO_LINKS, MIN_SOURCES, site_pseudo_links
 
@@ -152,6 +154,8 @@ def test_echo_report_pools_by_site_as_the_crawl_does_and_says_how_much() -> None
     snapshot = {
         "sources": sources,
         "learner": learner,
+        "overflow": OverflowWatch().to_data(),
+        "overlap": OverlapBook().to_data(),
         "saved_at": 3 * DAY,
         "crawled_pages": 0,
         "frontier": [],

@@ -100,10 +100,9 @@ class Report:
 
     @cached_property
     def overflows(self) -> list[int]:
-        """Per source, its crawls that found it overflowed (0 for a state saved before)."""
-        data = self.snapshot.get("overflow")
+        """Per source, its crawls that found it overflowed."""
         n = len(self.snapshot["sources"])
-        counts = [] if data is None else [int(x) for x in data["overflows"]]
+        counts = [int(x) for x in self.snapshot["overflow"]["overflows"]]
         return (counts + [0] * n)[:n]
 
     @cached_property
@@ -112,8 +111,8 @@ class Report:
         above 0, its rate may be underestimated."""
         crawls = self.snapshot["learner"].crawls
         n = len(self.snapshot["sources"])
-        floors = getattr(crawls, "floors", None)
-        if floors is None or not floors.size:
+        floors = crawls.floors
+        if not floors.size:
             return np.zeros(n)
         filled = np.array(crawls.filled, dtype=np.int64)
         oldest = np.where(filled == crawls.history + 1, np.array(crawls.next, np.int64), 0)
@@ -123,9 +122,8 @@ class Report:
 
     @cached_property
     def overlap_book(self) -> OverlapBook:
-        """The sources' recent links (empty for a state saved before they were kept)."""
-        data = self.snapshot.get("overlap")
-        return OverlapBook() if data is None else OverlapBook.from_data(data)
+        """The sources' recent links."""
+        return OverlapBook.from_data(self.snapshot["overlap"])
 
     def overlaps(self) -> list[Overlap]:
         """Pairs of sources listing the same pages."""

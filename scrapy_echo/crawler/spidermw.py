@@ -143,9 +143,7 @@ class EchoSpiderMiddleware(EchoComponent):
         if stated is not None and start <= stated <= end:
             appeared = stated
             self.inc_stat("echo/pages/published_time_used")
-        source_url = echo.get("source_url")
-        if source_url is None:  # a request queued by an earlier version (JOBDIR)
-            source_url = self.state.sources[int(echo["source"])].url
+        source_url = echo["source_url"]
         aliases = page_aliases(response, str(echo["page"]))
         if aliases:
             self.inc_stat("echo/pages/aliases", len(aliases))

@@ -262,7 +262,6 @@ end
 redis.call('RENAME', KEYS[5], KEYS[4])
 redis.call('PERSIST', KEYS[4])
 redis.call('HSET', KEYS[2], 'event', ARGV[2], 'size', ARGV[3])
-redis.call('HDEL', KEYS[2], 'state')
 redis.call('XTRIM', KEYS[3], 'MINID', ARGV[2])
 return 1
 """

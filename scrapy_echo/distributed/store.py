@@ -252,10 +252,8 @@ class RedisStore:
 
     def load_snapshot(self) -> tuple[bytes, str] | None:
         """The saved state and the last event in it, read a block at a time."""
-        event, size, legacy = self.client.hmget(self.keys["snapshot"], ["event", "size", "state"])
+        event, size = self.client.hmget(self.keys["snapshot"], ["event", "size"])
         event_id = event.decode() if isinstance(event, bytes) else "0-0"
-        if isinstance(legacy, bytes):  # saved whole by an earlier build
-            return legacy, event_id
         if not isinstance(size, bytes):
             return None
         blocks: list[bytes] = []

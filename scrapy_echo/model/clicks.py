@@ -75,8 +75,6 @@ class ClickHistogram:
     ([0.0, 0.0, 3.0], [0, 0, 1])
     """
 
-    caught: float = 0.0  # (for histograms saved before it was counted)
-
     def __init__(self, *, bin_width: float = 1200.0, bins: int = 72, grace: float = 3600.0):
         if not bin_width > 0:
             raise ValueError(f"bin_width must be > 0, got {bin_width!r}")
