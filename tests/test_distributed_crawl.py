@@ -218,7 +218,9 @@ def test_hostile_and_malformed_queue_entries_are_refused_and_counted(tmp_path, s
     client.xadd(f"{keys}:events", {"d": json.dumps({"e": "crawl", "url": "ftp://x/", "t": 1})})
     client.xadd(f"{keys}:events", {"d": json.dumps({"e": "rm -rf"})})
     client.rpush(f"{keys}:sources", "javascript:alert(1)", site.hub_url("world"))
-    client.hset(f"{keys}:snapshot", mapping={"state": pickle.dumps({}), "event": "0-0"})
+    hostile = pickle.dumps({})  # a "saved state" that is a pickle: refused, never loaded
+    client.set(f"{keys}:state", hostile)
+    client.hset(f"{keys}:snapshot", mapping={"size": len(hostile), "event": "0-0"})
 
     run = crawl(tmp_path, settings)
     assert run.returncode == 0, run.log[-3000:]

@@ -368,9 +368,9 @@ class CrawlCore:
         )
 
     def choose(self, now: float, blocked: NDArray[np.bool_] | None = None) -> Decision | None:
-        """What the policy would fetch next, changing nothing: a source, or a source's
-        newest waiting page. Sources ``blocked`` (their host is busy) are left out: their
-        pages are hidden and they look just crawled."""
+        """What the policy fetches next, not yet taken (:meth:`dispatch` takes it): a source,
+        or a source's newest waiting page. Sources ``blocked`` (their host is busy) are left
+        out: their pages are hidden and they look just crawled."""
         policy, frontier, last = self.policy, self.state.frontier, self.state.last_crawl
         if blocked is None or not blocked.any():
             return policy.choose(now, last, frontier)
