@@ -22,8 +22,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import ClassVar
 
-from scrapy_echo.model.echo_newpages import EchoNewPages
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.echo_newpages import EchoNewPages
+from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.sim.engine import PAPER_SETUP, SimSettings, simulate
 from scrapy_echo.sim.results import score, upper_bound
 from scrapy_echo.sim.synth import SynthParams, synthesize

@@ -17,8 +17,8 @@ import time
 import numpy as np
 from bench_solver import instance  # (run as a script: its folder is on the path)
 
-from scrapy_echo.model.limits import ScheduleLimits, solve_with_limits
-from scrapy_echo.model.solver import solve_intervals
+from scrapy_echo.model.intervals.limits import ScheduleLimits, solve_with_limits
+from scrapy_echo.model.intervals.solver import solve_intervals
 
 
 def timed(call, repeat: int) -> tuple[float, object]:

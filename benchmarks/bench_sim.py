@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.sim.engine import PAPER_SETUP, SimSettings, simulate
 from scrapy_echo.sim.results import score, upper_bound
 from scrapy_echo.sim.synth import SynthParams, synthesize

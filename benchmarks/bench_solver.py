@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from scrapy_echo.model.solver import solve_intervals
+from scrapy_echo.model.intervals.solver import solve_intervals
 
 
 def instance(

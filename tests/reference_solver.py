@@ -1,6 +1,6 @@
 """An independent reference for the interval problem, for tests only.
 
-It shares no code and no formula with :mod:`scrapy_echo.model.solver`: it works in recrawl
+It shares no code and no formula with :mod:`scrapy_echo.model.intervals.solver`: it works in recrawl
 rates ``r = 1/I``, finds each source's best rate for a multiplier ``ω`` by golden-section
 search on ``U(r) - ω r`` (``U`` concave in ``r``), bisects ``ω`` to spend the budget, and
 enumerates every kept set. Slow, simple, and vectorised over kept sets only so that the

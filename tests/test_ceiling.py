@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scrapy_echo.model.plan import Estimates
+from scrapy_echo.model.intervals.plan import Estimates
 from scrapy_echo.sim.ceiling import bfs_fraction, ceiling, hindsight_estimates, optimal_fraction
 from scrapy_echo.sim.trace import Trace
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_echo.model.clicks import ClickHistogram
+from scrapy_echo.model.estimation.clicks import ClickHistogram
 
 
 def direct_table(sources, appeared, crawled, clicks, now, width, bins):

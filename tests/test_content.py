@@ -6,7 +6,7 @@ import pytest
 from scrapy.http import HtmlResponse
 
 from scrapy_echo.crawler.spidermw import content_digest
-from scrapy_echo.model.content import changed, digest
+from scrapy_echo.model.refetch.content import changed, digest
 
 
 def response(body: bytes, etag: bytes | None = None) -> HtmlResponse:

@@ -15,7 +15,7 @@ from scrapy_echo.core.events import (
     SourceFetched,
     SourceNotModified,
 )
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.sim.engine import SimSettings
 
 HUB = "http://a.test/"
@@ -144,7 +144,7 @@ def test_a_backing_off_source_is_not_recrawled_early(policy: str, picked: int) -
     """V(τ) at a negative τ (a crawl time pushed into the future by a back-off) grows without
     bound: the reference policy, kept as first built, recrawls such a source first whenever
     nothing is due; ECHO-newpages counts it 0."""
-    from scrapy_echo.model.plan import Estimates, Plan
+    from scrapy_echo.model.intervals.plan import Estimates, Plan
 
     # Two like sources, clicks fading in about 17 minutes; source 0 backs off for 6 hours.
     estimates = Estimates(np.full(2, 0.01), np.full(2, 5.0), np.full(2, 1e-3))

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_echo.model.curves import g, g_inv
+from scrapy_echo.model.intervals.curves import g, g_inv
 
 getcontext().prec = 60
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_echo.model.cycles import BINS, HOUR, WEEK, WeekProfile, rate_factor
-from scrapy_echo.model.frontier import Frontier
-from scrapy_echo.model.plan import Estimates
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.frontier import Frontier
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.estimation.cycles import BINS, HOUR, WEEK, WeekProfile, rate_factor
+from scrapy_echo.model.intervals.plan import Estimates
 
 
 def true_cycle() -> np.ndarray:

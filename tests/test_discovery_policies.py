@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scrapy_echo.model.frontier import Frontier
-from scrapy_echo.model.plan import Estimates, Plan
-from scrapy_echo.model.policies import Decision
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.frontier import Frontier
+from scrapy_echo.model.decisions.policies import Decision
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.intervals.plan import Estimates, Plan
 from scrapy_echo.sim.engine import SimSettings, simulate
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.results import HOUR, coverage, score

@@ -22,7 +22,7 @@ from scrapy_echo.distributed.wire import (
     decode_request,
     encode_request,
 )
-from scrapy_echo.model.learning import SourceLearner
+from scrapy_echo.model.estimation.learning import SourceLearner
 
 
 class Spider(scrapy.Spider):
@@ -332,7 +332,7 @@ def test_every_request_the_project_queues_keeps_to_the_rules() -> None:
     from scrapy_echo.core.source_status import SourceStatus
     from scrapy_echo.crawler.echo_requests import refresh_request, source_request
     from scrapy_echo.crawler.runtime import EchoRuntime
-    from scrapy_echo.model.refresh_lane import Tracked
+    from scrapy_echo.model.refetch.refresh_lane import Tracked
 
     crawler = get_crawler(Spider, {"ECHO_SOURCES": ["http://a.test/"]})
     crawler.spider = SPIDER

@@ -18,7 +18,7 @@ def test_redis_server_answers(redis_url: str) -> None:
 
 def test_model_layer_imports_no_scrapy_twisted_or_redis() -> None:
     code = (
-        "import sys, scrapy_echo.model, scrapy_echo.model.solver;"
+        "import sys, scrapy_echo.model, scrapy_echo.model.intervals.solver;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('scrapy', 'twisted', 'redis'));"
         "print(','.join(bad))"
     )

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_echo.model.clicks import ClickHistogram
-from scrapy_echo.model.crawl_history import CrawlHistory
-from scrapy_echo.model.estimators import DecayFit, fit_profit_decay
-from scrapy_echo.model.priors import ColdStart, apply_cold_start
+from scrapy_echo.model.estimation.clicks import ClickHistogram
+from scrapy_echo.model.estimation.crawl_history import CrawlHistory
+from scrapy_echo.model.estimation.estimators import DecayFit, fit_profit_decay
+from scrapy_echo.model.estimation.priors import ColdStart, apply_cold_start
 
 BIN = 1200.0
 BINS = 72

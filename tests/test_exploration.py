@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scrapy_echo.model.exploration import SEED_RATIOS, ExplorationShare, Ucb1
-from scrapy_echo.model.frontier import Frontier
-from scrapy_echo.model.plan import Estimates
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.exploration import SEED_RATIOS, ExplorationShare, Ucb1
+from scrapy_echo.model.decisions.frontier import Frontier
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.intervals.plan import Estimates
 
 
 def test_ucb1_plays_every_arm_once_then_mostly_the_best() -> None:

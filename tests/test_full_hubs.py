@@ -1,4 +1,5 @@
-"""The full-hub model (scrapy_echo.model.full_hubs): a hub that shows only its latest K links."""
+"""The full-hub model (scrapy_echo.model.intervals.full_hubs): a hub that shows only its latest
+K links."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_echo.model.crawl_history import CrawlHistory
-from scrapy_echo.model.full_hubs import FullHubs, full_hub_terms, poisson_below
-from scrapy_echo.model.plan import Estimates
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.estimation.crawl_history import CrawlHistory
+from scrapy_echo.model.intervals.full_hubs import FullHubs, full_hub_terms, poisson_below
+from scrapy_echo.model.intervals.plan import Estimates
 
 
 def _echo(lam: float, profit: float, mu: float, tau: float) -> tuple[float, float, float]:
@@ -176,7 +177,7 @@ def test_a_full_hub_stays_full_after_its_overflow_leaves_the_window():
 
 
 def test_full_hubs_keep_the_interval_bounds_and_a_limited_host_keeps_echos_plan():
-    from scrapy_echo.model.limits import ScheduleLimits
+    from scrapy_echo.model.intervals.limits import ScheduleLimits
 
     est = Estimates(
         np.array([1 / 60, 1 / 60, 1 / 3000]),

@@ -1,6 +1,6 @@
-"""The full-hub model at its edges (scrapy_echo.model.full_hubs): decays that vanish, estimates
-that are not numbers, ω beyond the tables, and budgets, solvers and interval bounds the search
-must survive without spending more than it has."""
+"""The full-hub model at its edges (scrapy_echo.model.intervals.full_hubs): decays that vanish,
+estimates that are not numbers, ω beyond the tables, and budgets, solvers and interval bounds the
+search must survive without spending more than it has."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_echo.model.crawl_history import CrawlHistory
-from scrapy_echo.model.full_hubs import (
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.estimation.crawl_history import CrawlHistory
+from scrapy_echo.model.intervals.full_hubs import (
     FullHubs,
     capped,
     full_hub_terms,
     poisson_below,
     solve_with_full_hubs,
 )
-from scrapy_echo.model.limits import ScheduleLimits
-from scrapy_echo.model.plan import Estimates
-from scrapy_echo.model.registry import make_policy
-from scrapy_echo.model.schedule import IntervalSolution
-from scrapy_echo.model.solver import solve_intervals
+from scrapy_echo.model.intervals.limits import ScheduleLimits
+from scrapy_echo.model.intervals.plan import Estimates
+from scrapy_echo.model.intervals.schedule import IntervalSolution
+from scrapy_echo.model.intervals.solver import solve_intervals
 
 
 def _reference(lam: float, profit: float, mu: float, shows: int, tau: float) -> list[float]:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_echo.model.learned_prior import MIN_SOURCES, posterior_rates
+from scrapy_echo.model.estimation.learned_prior import MIN_SOURCES, posterior_rates
 
 
 def two_kinds(seed: int = 1, sources: int = 600) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -64,7 +64,7 @@ def test_more_clicks_on_the_same_pages_never_lower_the_posterior(
 
 
 def test_echo_newpages_learns_the_prior_and_echo_paper_keeps_the_pooled_one() -> None:
-    from scrapy_echo.model.registry import make_policy
+    from scrapy_echo.model.decisions.registry import make_policy
 
     assert make_policy("echo-newpages").learned_priors
     assert not make_policy("echo-paper").learned_priors
@@ -91,8 +91,8 @@ def test_optimism_lifts_the_least_certain_sources_most() -> None:
 
 
 def test_a_slow_source_is_not_pulled_up_to_the_pooled_rate() -> None:
-    from scrapy_echo.model.estimators import DecayFit
-    from scrapy_echo.model.priors import ColdStart, apply_cold_start
+    from scrapy_echo.model.estimation.estimators import DecayFit
+    from scrapy_echo.model.estimation.priors import ColdStart, apply_cold_start
 
     rng = np.random.default_rng(5)
     sources = 300

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scrapy_echo.model.learning import SourceLearner
-from scrapy_echo.model.priors import ColdStart
+from scrapy_echo.model.estimation.learning import SourceLearner
+from scrapy_echo.model.estimation.priors import ColdStart
 
 
 def test_estimates_before_any_data_are_the_cold_start() -> None:

@@ -1,4 +1,4 @@
-"""The interval problem under per-host capacity and interval bounds (model/limits.py)."""
+"""The interval problem under per-host capacity and interval bounds (model/intervals/limits.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_echo.model.limits import ScheduleLimits, solve_with_limits
-from scrapy_echo.model.solver import solve_intervals
+from scrapy_echo.model.intervals.limits import ScheduleLimits, solve_with_limits
+from scrapy_echo.model.intervals.solver import solve_intervals
 
 
 def host_costs(sol, lam, host, hosts):

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from scrapy_echo.core import CrawlCore
 from scrapy_echo.core.events import SourceFetched
-from scrapy_echo.model.censored import MAX_RAISE, censored_rate, mean_above
-from scrapy_echo.model.crawl_history import CrawlHistory
-from scrapy_echo.model.overflow import KEPT, OverflowWatch
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.estimation.censored import MAX_RAISE, censored_rate, mean_above
+from scrapy_echo.model.estimation.crawl_history import CrawlHistory
+from scrapy_echo.model.estimation.overflow import KEPT, OverflowWatch
 from scrapy_echo.sim.engine import SimSettings, simulate
 from scrapy_echo.sim.rate_errors import rate_errors
 from scrapy_echo.sim.synth import SynthParams, synthesize

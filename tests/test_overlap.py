@@ -8,8 +8,8 @@ import pytest
 
 from scrapy_echo.core import CrawlCore, codec
 from scrapy_echo.core.events import SourceFetched
-from scrapy_echo.model.overlap import MIN_LINKS, Overlap, OverlapBook, credit_overlaps
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.estimation.overlap import MIN_LINKS, Overlap, OverlapBook, credit_overlaps
 from scrapy_echo.sim.engine import SimSettings, simulate
 from scrapy_echo.sim.synth import SynthParams, synthesize
 
@@ -136,7 +136,7 @@ def test_echo_report_lists_the_overlapping_pairs() -> None:
     from types import SimpleNamespace
 
     from scrapy_echo.commands.state_report import Report
-    from scrapy_echo.model.plan import Estimates, Plan
+    from scrapy_echo.model.intervals.plan import Estimates, Plan
 
     book = noted(OverlapBook(2), 0, 1)
     book.record(0, marks(*range(12)), [False] * 12)

@@ -20,7 +20,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_echo.core.events import PageFetched, SourceFetched
 from scrapy_echo.crawler.runtime import EchoRuntime
 from scrapy_echo.crawler.scheduler import EchoScheduler
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.sim.engine import ClickLog, SimSettings, TraceWeb, simulate
 from scrapy_echo.sim.synth import SynthParams, synthesize
 from scrapy_echo.sim.trace import Trace

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scrapy_echo.model.frontier import Frontier
-from scrapy_echo.model.plan import Estimates, Plan
-from scrapy_echo.model.policies import Decision
-from scrapy_echo.model.registry import POLICIES, make_policy
+from scrapy_echo.model.decisions.frontier import Frontier
+from scrapy_echo.model.decisions.policies import Decision
+from scrapy_echo.model.decisions.registry import POLICIES, make_policy
+from scrapy_echo.model.intervals.plan import Estimates, Plan
 
 NOW = 10_000.0
 
@@ -191,7 +191,7 @@ def test_greedy_ranks_sources_by_plain_average_clicks() -> None:
 
 
 def test_learner_gives_plain_average_clicks() -> None:
-    from scrapy_echo.model.learning import SourceLearner
+    from scrapy_echo.model.estimation.learning import SourceLearner
 
     learner = SourceLearner(2, bin_width=60.0, bins=4, grace=0.0)
     learner.add_page("a", source=0, appeared=0.0, crawled=0.0)

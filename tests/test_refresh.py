@@ -13,15 +13,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_echo.model.change_book import ChangeBook
-from scrapy_echo.model.change_rates import (
+from scrapy_echo.model.refetch.change_book import ChangeBook
+from scrapy_echo.model.refetch.change_rates import (
     DEFAULT_PRIOR,
     PseudoObservations,
     change_rates,
     fit_prior,
     regular_interval_rate,
 )
-from scrapy_echo.model.refresh import (
+from scrapy_echo.model.refetch.refresh import (
     expected_cost_per_hour,
     freshness,
     optimal_ratio,

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from scrapy_echo.model.refresh_lane import TRIES, RefreshLane
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.refetch.refresh_lane import TRIES, RefreshLane
 from scrapy_echo.sim.engine import SimSettings, simulate
 from scrapy_echo.sim.freshness import freshness
 from scrapy_echo.sim.synth import SynthParams, synthesize

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_echo.model.change_signals import SignalBook, signal_index
-from scrapy_echo.model.frontier import Frontier
-from scrapy_echo.model.plan import Estimates, Plan
-from scrapy_echo.model.policies import Decision, Policy
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.frontier import Frontier
+from scrapy_echo.model.decisions.policies import Decision, Policy
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.estimation.change_signals import SignalBook, signal_index
+from scrapy_echo.model.intervals.plan import Estimates, Plan
 
 
 @settings(max_examples=200, deadline=None)

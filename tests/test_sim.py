@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scrapy_echo.model.registry import POLICIES, make_policy
+from scrapy_echo.model.decisions.registry import POLICIES, make_policy
 from scrapy_echo.sim.cli import needed_rate
 from scrapy_echo.sim.engine import Replay, SimSettings, simulate
 from scrapy_echo.sim.results import score, upper_bound

@@ -10,12 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_echo.core.hosts import SourceHosts
-from scrapy_echo.model.estimators import DecayFit
-from scrapy_echo.model.learning import SourceLearner
-from scrapy_echo.model.overflow import OverflowWatch
-from scrapy_echo.model.overlap import OverlapBook
-from scrapy_echo.model.priors import ColdStart, apply_cold_start
-from scrapy_echo.model.site_prior import MAX_PSEUDO_LINKS, MIN_SOURCES, site_pseudo_links
+from scrapy_echo.model.estimation.estimators import DecayFit
+from scrapy_echo.model.estimation.learning import SourceLearner
+from scrapy_echo.model.estimation.overflow import OverflowWatch
+from scrapy_echo.model.estimation.overlap import OverlapBook
+from scrapy_echo.model.estimation.priors import ColdStart, apply_cold_start
+from scrapy_echo.model.estimation.site_prior import MAX_PSEUDO_LINKS, MIN_SOURCES, site_pseudo_links
 
 DAY = 86400.0
 

@@ -10,7 +10,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy_echo.core import CrawlCore
 from scrapy_echo.core.events import PageFetched, SourceFetched
 from scrapy_echo.crawler.settings import read_site_scores
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.sim.engine import SimSettings
 
 

@@ -19,7 +19,7 @@ from scrapy_echo.core.events import (
     SourceNotModified,
     SourceRemoved,
 )
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.sim.engine import SimSettings
 
 SOURCES = ["http://a.test/", "http://a.test/world/", "http://b.test/", "http://c.test/feed"]

@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from reference_solver import best_schedule, utility
 
-from scrapy_echo.model.curves import g
-from scrapy_echo.model.omega import OmegaSearch
-from scrapy_echo.model.solver import profit_rate, solve_intervals
+from scrapy_echo.model.intervals.curves import g
+from scrapy_echo.model.intervals.omega import OmegaSearch
+from scrapy_echo.model.intervals.solver import profit_rate, solve_intervals
 
 
 def random_instance(rng: np.random.Generator, n: int):

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scrapy_echo.model.plan import Estimates
+from scrapy_echo.model.intervals.plan import Estimates
 from scrapy_echo.sim.ceiling import bfs_fraction, ceiling, optimal_fraction
 from scrapy_echo.sim.synth import SynthParams, synthesize
 from scrapy_echo.sim.week_ceiling import (

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from scrapy_echo.core.hosts import SourceHosts
-from scrapy_echo.model.overlap import Overlap, OverlapBook
-from scrapy_echo.model.plan import Estimates, Plan
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.estimation.overlap import Overlap, OverlapBook
+from scrapy_echo.model.intervals.plan import Estimates, Plan
 
 PLOTS = ("intervals", "new_links", "estimates", "profit", "budget")
 

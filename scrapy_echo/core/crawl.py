@@ -42,12 +42,12 @@ from scrapy_echo.core.source_status import SourceStatus
 from scrapy_echo.core.state import CrawlState, fingerprint
 from scrapy_echo.core.state_config import StateConfig
 from scrapy_echo.core.view import CrawlView
-from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.cycles import rate_factor
-from scrapy_echo.model.frontier import WaitingPage
-from scrapy_echo.model.limits import ScheduleLimits
-from scrapy_echo.model.plan import Plan
-from scrapy_echo.model.policies import Decision, Policy
+from scrapy_echo.model.decisions.frontier import WaitingPage
+from scrapy_echo.model.decisions.policies import Decision, Policy
+from scrapy_echo.model.estimation.cycles import rate_factor
+from scrapy_echo.model.intervals.curves import FloatArray
+from scrapy_echo.model.intervals.limits import ScheduleLimits
+from scrapy_echo.model.intervals.plan import Plan
 
 logger = logging.getLogger(__name__)
 

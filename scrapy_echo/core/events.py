@@ -19,7 +19,7 @@ fail       ``url``, ``t``, ``why``
 blocked    ``url``, ``t`` (robots.txt forbids the source: no request was sent)
 page       ``url`` (the page), ``source`` (its source's URL), ``appeared``, ``t``,
            ``aliases`` (``[url, ...]``, optional: the page's other URLs), ``digest``
-           (optional: its body's hash and ETag, :mod:`scrapy_echo.model.content`),
+           (optional: its body's hash and ETag, :mod:`scrapy_echo.model.refetch.content`),
            ``refresh`` (optional: true for a refetch of a page fetched before)
 clicks     ``rows`` (``[[url, ts, clicks], ...]``, checked as click-feed rows by the receiver)
 signals    ``rows`` (``[[url, ts], ...]``, checked as signal-feed rows by the receiver)

@@ -12,8 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scrapy_echo.core.identity import site_of_host
-from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.limits import ScheduleLimits
+from scrapy_echo.model.intervals.curves import FloatArray
+from scrapy_echo.model.intervals.limits import ScheduleLimits
 
 
 class _Located(Protocol):

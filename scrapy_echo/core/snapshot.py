@@ -26,17 +26,23 @@ fetched         the fingerprints of the fetched pages' keys
 fetched_times   when each was fetched
 aliases         ``[alias key, page key]`` pairs: a page's other URLs
 crawled_pages   new pages fetched
-learner         :meth:`SourceLearner.to_data <scrapy_echo.model.learning.SourceLearner.to_data>`
+learner         :meth:`SourceLearner.to_data
+                <scrapy_echo.model.estimation.learning.SourceLearner.to_data>`
 frontier        waiting new pages by field: ``source``, ``request``, ``appeared``,
                 ``discovered``, a list each
-signals         :meth:`SignalBook.to_data <scrapy_echo.model.change_signals.SignalBook.to_data>`
-overlap         :meth:`OverlapBook.to_data <scrapy_echo.model.overlap.OverlapBook.to_data>`
-overflow        :meth:`OverflowWatch.to_data <scrapy_echo.model.overflow.OverflowWatch.to_data>`
-refresh         :meth:`RefreshLane.to_data <scrapy_echo.model.refresh_lane.RefreshLane.to_data>`
+signals         :meth:`SignalBook.to_data
+                <scrapy_echo.model.estimation.change_signals.SignalBook.to_data>`
+overlap         :meth:`OverlapBook.to_data
+                <scrapy_echo.model.estimation.overlap.OverlapBook.to_data>`
+overflow        :meth:`OverflowWatch.to_data
+                <scrapy_echo.model.estimation.overflow.OverflowWatch.to_data>`
+refresh         :meth:`RefreshLane.to_data
+                <scrapy_echo.model.refetch.refresh_lane.RefreshLane.to_data>`
 policy          ``{"name": ..., "data": ...}``: the policy's own
-                :meth:`~scrapy_echo.model.policies.Policy.to_data` (a BFS cycle's order, the
-                exploration's bandit)
-profile         :meth:`WeekProfile.to_data <scrapy_echo.model.cycles.WeekProfile.to_data>`:
+                :meth:`~scrapy_echo.model.decisions.policies.Policy.to_data` (a BFS cycle's
+                order, the exploration's bandit)
+profile         :meth:`WeekProfile.to_data
+                <scrapy_echo.model.estimation.cycles.WeekProfile.to_data>`:
                 the publishing cycle learned so far
 history         one sample per re-solve, for reports
 plain           the plain lane's requests, after those in flight when saved (JOBDIR only)
@@ -60,17 +66,17 @@ from scrapy_echo.core import codec
 from scrapy_echo.core.collector import collector_paused
 from scrapy_echo.core.seen import FingerprintSet, Remembered
 from scrapy_echo.core.state import STATUS_FIELDS, CrawlState, SourceStatus
-from scrapy_echo.model.change_signals import SignalBook
-from scrapy_echo.model.cycles import WeekProfile
-from scrapy_echo.model.learning import SourceLearner
-from scrapy_echo.model.overflow import OverflowWatch
-from scrapy_echo.model.overlap import OverlapBook
-from scrapy_echo.model.refresh_lane import RefreshLane
+from scrapy_echo.model.estimation.change_signals import SignalBook
+from scrapy_echo.model.estimation.cycles import WeekProfile
+from scrapy_echo.model.estimation.learning import SourceLearner
+from scrapy_echo.model.estimation.overflow import OverflowWatch
+from scrapy_echo.model.estimation.overlap import OverlapBook
+from scrapy_echo.model.refetch.refresh_lane import RefreshLane
 
 if TYPE_CHECKING:
     from scrapy_echo.core.crawl import CrawlCore
     from scrapy_echo.core.state_config import StateConfig
-    from scrapy_echo.model.policies import Policy
+    from scrapy_echo.model.decisions.policies import Policy
 
 FORMAT = "scrapy-echo-state"
 VERSION = 3

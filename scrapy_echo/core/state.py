@@ -23,15 +23,15 @@ from scrapy_echo.core.identity import fold_scheme
 from scrapy_echo.core.seen import FingerprintSet, Housekeeping
 from scrapy_echo.core.source_status import STATUS_FIELDS, SourceStatus, status_row
 from scrapy_echo.core.state_config import StateConfig
-from scrapy_echo.model.change_signals import SignalBook
-from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.cycles import WeekProfile
-from scrapy_echo.model.frontier import Frontier
-from scrapy_echo.model.learning import SourceLearner
-from scrapy_echo.model.overflow import OverflowWatch
-from scrapy_echo.model.overlap import OverlapBook
-from scrapy_echo.model.priors import ColdStart
-from scrapy_echo.model.refresh_lane import RefreshLane
+from scrapy_echo.model.decisions.frontier import Frontier
+from scrapy_echo.model.estimation.change_signals import SignalBook
+from scrapy_echo.model.estimation.cycles import WeekProfile
+from scrapy_echo.model.estimation.learning import SourceLearner
+from scrapy_echo.model.estimation.overflow import OverflowWatch
+from scrapy_echo.model.estimation.overlap import OverlapBook
+from scrapy_echo.model.estimation.priors import ColdStart
+from scrapy_echo.model.intervals.curves import FloatArray
+from scrapy_echo.model.refetch.refresh_lane import RefreshLane
 
 RETIRED = 1e18  # the crawl time of a retired source (some 3e10 years from now)
 

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from scrapy_echo.core.seen import FingerprintSet
     from scrapy_echo.core.source_status import SourceStatus
-    from scrapy_echo.model.change_signals import SignalBook
-    from scrapy_echo.model.curves import FloatArray
-    from scrapy_echo.model.cycles import WeekProfile
-    from scrapy_echo.model.frontier import Frontier
-    from scrapy_echo.model.learning import SourceLearner
-    from scrapy_echo.model.overflow import OverflowWatch
-    from scrapy_echo.model.overlap import OverlapBook
-    from scrapy_echo.model.refresh_lane import RefreshLane
+    from scrapy_echo.model.decisions.frontier import Frontier
+    from scrapy_echo.model.estimation.change_signals import SignalBook
+    from scrapy_echo.model.estimation.cycles import WeekProfile
+    from scrapy_echo.model.estimation.learning import SourceLearner
+    from scrapy_echo.model.estimation.overflow import OverflowWatch
+    from scrapy_echo.model.estimation.overlap import OverlapBook
+    from scrapy_echo.model.intervals.curves import FloatArray
+    from scrapy_echo.model.refetch.refresh_lane import RefreshLane
 
 
 class CrawlView(Protocol):

@@ -8,7 +8,7 @@ from typing import Any
 from scrapy import Request
 
 from scrapy_echo.core.source_status import SourceStatus
-from scrapy_echo.model.refresh_lane import Tracked
+from scrapy_echo.model.refetch.refresh_lane import Tracked
 
 
 def source_request(status: SourceStatus, source: int, callback: Callable[..., Any]) -> Request:

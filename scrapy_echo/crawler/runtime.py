@@ -26,9 +26,9 @@ from scrapy_echo.crawler.settings import EchoConfig
 from scrapy_echo.crawler.signals import page_found, source_retired
 from scrapy_echo.crawler.throughput import LaneShare, Throughput
 from scrapy_echo.inputs.signalfeed import SignalIntake
-from scrapy_echo.model.plan import Plan
-from scrapy_echo.model.policies import Policy
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.policies import Policy
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.intervals.plan import Plan
 
 if TYPE_CHECKING:
     from scrapy import Request

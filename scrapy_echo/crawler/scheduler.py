@@ -1,7 +1,7 @@
 """The ECHO scheduler: a source lane, a new-page lane and a plain lane behind one budget.
 
-Every time the engine asks for a request, the policy (:mod:`scrapy_echo.model.policies`, the
-same objects the simulator runs) decides between recrawling a source and fetching a waiting
+Every time the engine asks for a request, the policy (:mod:`scrapy_echo.model.decisions.policies`,
+the same objects the simulator runs) decides between recrawling a source and fetching a waiting
 new page; any other request the spider yields waits in a plain FIFO lane, which gets at most
 ``ECHO_PLAIN_SHARE`` of the slots while ECHO has work, and every slot when it has none. With
 ``ECHO_CRAWL_RATE`` set, requests leave no faster than that rate.

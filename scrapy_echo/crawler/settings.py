@@ -19,7 +19,7 @@ from scrapy.exceptions import NotConfigured
 
 from scrapy_echo.core.defaults import DEFAULTS
 from scrapy_echo.core.identity import PageIdentity, SameSite, load_normalizer
-from scrapy_echo.model.registry import POLICIES
+from scrapy_echo.model.decisions.registry import POLICIES
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -28,7 +28,7 @@ from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded, Sourc
 from scrapy_echo.core.identity import fold_scheme
 from scrapy_echo.crawler.runtime import EchoComponent
 from scrapy_echo.inputs.signalfeed import SignalRow
-from scrapy_echo.model.content import digest
+from scrapy_echo.model.refetch.content import digest
 from scrapy_echo.sources.outlinks import SourceContent, published_time, read_source
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class EchoSpiderMiddleware(EchoComponent):
 
 def content_digest(response: Response) -> str:
     """What tells whether a page changed between two fetches: a digest of its body, and its
-    ``ETag`` if it sends one (:mod:`scrapy_echo.model.content` compares two fetches by ETag
+    ``ETag`` if it sends one (:mod:`scrapy_echo.model.refetch.content` compares two fetches by ETag
     where both have one, else by body; a page that embeds the time or rotating ads and sends
     no ETag changes at every fetch: the refresh lane then learns that its site always
     changes)."""

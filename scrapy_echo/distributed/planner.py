@@ -44,7 +44,7 @@ from scrapy_echo.distributed.request_ids import (
     request_id,
     source_id,
 )
-from scrapy_echo.model.registry import make_policy
+from scrapy_echo.model.decisions.registry import make_policy
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

@@ -1,11 +1,15 @@
 """The ECHO model: pure numpy and standard library, no Scrapy, Twisted or Redis.
 
-The simulator and the Scrapy scheduler run the same objects from here.
+The simulator and the Scrapy scheduler run the same objects from here, in four parts:
+``intervals`` (the interval problem and its solver), ``estimation`` (what the crawl learns of
+each source), ``decisions`` (the policies and the frontier they choose from) and ``refetch``
+(pages that change after they appear); ``metric`` is the paper's quality metric and
+``temporal_sites`` ranks sites from page views.
 """
 
 from __future__ import annotations
 
-from scrapy_echo.model.schedule import IntervalSolution
-from scrapy_echo.model.solver import profit_rate, solve_intervals
+from scrapy_echo.model.intervals.schedule import IntervalSolution
+from scrapy_echo.model.intervals.solver import profit_rate, solve_intervals
 
 __all__ = ["IntervalSolution", "profit_rate", "solve_intervals"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scrapy_echo.model.solver import solve_intervals
+from scrapy_echo.model.intervals.solver import solve_intervals
 
 SOURCES = [
     # name, new links per hour, clicks per new page, click half-life (hours)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.intervals.curves import FloatArray
 
 
 def page_profit(

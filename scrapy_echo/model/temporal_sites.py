@@ -36,7 +36,7 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.intervals.curves import FloatArray
 
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.intp]

@@ -11,8 +11,8 @@ the model allows on the same trace if every source's ``λ, P, μ`` were known ex
 Both are fractions of ``Σ λP``, the model's own upper bound. Each page is counted once, for the
 source that showed it first (where a crawler finds it first). ``λ_i`` is the rate of such pages;
 ``P_i, μ_i`` are fitted to the clicks by age of all its pages, with the fit the crawler uses
-(:func:`scrapy_echo.model.estimators.fit_profit_decay`) over a longer horizon, each age bin
-averaged only over the pages old enough for it when the click log ends.
+(:func:`scrapy_echo.model.estimation.estimators.fit_profit_decay`) over a longer horizon, each age
+bin averaged only over the pages old enough for it when the click log ends.
 
 What the model leaves out works against the policies in a replay (pages that leave a hub
 before a recrawl, estimates learned on the way), so the model's needed rates are a floor for
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scrapy_echo.model.estimators import fit_profit_decay
-from scrapy_echo.model.plan import Estimates
-from scrapy_echo.model.solver import profit_rate, solve_intervals
+from scrapy_echo.model.estimation.estimators import fit_profit_decay
+from scrapy_echo.model.intervals.plan import Estimates
+from scrapy_echo.model.intervals.solver import profit_rate, solve_intervals
 from scrapy_echo.sim.search import needed_rate
 from scrapy_echo.sim.trace import Trace
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from scrapy_echo.model.registry import POLICIES, make_policy
+from scrapy_echo.model.decisions.registry import POLICIES, make_policy
 from scrapy_echo.sim.ceiling import Ceiling, ceiling, hindsight_estimates
 from scrapy_echo.sim.cli_output import Progress, write_plots
 from scrapy_echo.sim.engine import PAPER_SETUP, Replay, SimSettings, simulate

@@ -40,8 +40,8 @@ from scrapy_echo.core.crawl import CrawlCore
 from scrapy_echo.core.defaults import DEFAULTS
 from scrapy_echo.core.events import PageFetched, SourceFetched
 from scrapy_echo.core.identity import PageIdentity
-from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.policies import Policy
+from scrapy_echo.model.decisions.policies import Policy
+from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.sim.links import LinkIndex
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.trace import Trace

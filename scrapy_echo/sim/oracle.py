@@ -15,9 +15,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.discovery_policies import CrawlsEveryPage
-from scrapy_echo.model.policies import Decision
+from scrapy_echo.model.decisions.discovery_policies import CrawlsEveryPage
+from scrapy_echo.model.decisions.policies import Decision
+from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.sim.trace import Trace
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scrapy_echo.core.crawl import CrawlCore
-from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.sim.trace import Trace
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.metric import (
     dynamic_profit,
     fraction_of_bound,

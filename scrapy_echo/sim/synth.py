@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.sim.trace import Trace
 from scrapy_echo.sim.trace_files import IntArray
 

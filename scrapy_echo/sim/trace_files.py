@@ -15,7 +15,7 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from scrapy_echo.model.curves import FloatArray
+from scrapy_echo.model.intervals.curves import FloatArray
 
 IntArray = NDArray[np.intp]
 

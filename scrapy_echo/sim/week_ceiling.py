@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from scrapy_echo.model.curves import FloatArray
-from scrapy_echo.model.plan import Estimates
+from scrapy_echo.model.intervals.curves import FloatArray
+from scrapy_echo.model.intervals.plan import Estimates
 from scrapy_echo.sim.ceiling import bfs_fraction, first_sources, optimal_fraction
 from scrapy_echo.sim.trace import Trace
 

@@ -1,0 +1,224 @@
+"""ECHO-newpages, the default policy: the paper's best and every improvement past it.
+
+Past the paper (:class:`~scrapy_echo.model.decisions.policies.EchoPaper` is the reference,
+unchanged):
+
+- the plan honours per-host limits (capacity, interval bounds), and a source crawled less than
+  the minimum interval ago is not crawled early either;
+- a source backing off after failures, or retired, is not recrawled early;
+- change-indicating signals (Busa-Fekete et al.), when the crawl has any: a source whose signals are
+  informative is due when its signal index reaches the value of a crawl, ``V ≥ ω``, rather
+  than at its planned interval, and is weighed by that index for early recrawls
+  (docs/how-it-works.rst, "Change-indicating signals"). With no signals, or useless ones
+  (recall not trusted above :data:`~scrapy_echo.model.estimation.change_signals.MIN_RECALL`), it
+  schedules exactly as without;
+- a source's ``λ`` and ``P`` are shrunk toward priors learned from all sources, and ``P``
+  taken at an upper confidence value, so a source valued on a few pages is crawled enough to
+  be learned (Pham et al.'s exploration done by optimism; docs/how-it-works.rst, "Estimating
+  the parameters" and "Exploration");
+- a source's long-run ``λ`` borrows pseudo-links from the other sources of its site, as
+  many as sites are measured to tell rates apart (none where they do not; Ford et al.'s
+  pseudo-observation priors pooled by site, :mod:`scrapy_echo.model.estimation.site_prior`;
+  docs/how-it-works.rst, "Rates pooled by site");
+- of two sources listing the same pages (Jaccard ≥ 0.7), the one worth less has its shared
+  rate credited to the other (Pham et al.'s overlap; docs/how-it-works.rst, "Overlapping
+  sources");
+- ``λ`` counts a crawl of a hub that overflowed with its links dated over the time since its
+  oldest one (Ford et al.), and a hub seen full so is planned as one that shows only its latest
+  ``K`` links (:mod:`scrapy_echo.model.intervals.full_hubs`; docs/how-it-works.rst, "Planning for
+  hubs that fill up"). An undated overflow stays the paper's count: its rate is only a floor.
+
+``echo-censored`` (:mod:`scrapy_echo.model.decisions.censored_policy`) plans with the
+censoring-aware rates as if every hub showed every link (the ablation the full-hub model is measured
+against): experimental, as is ``echo-explore`` (:mod:`scrapy_echo.model.decisions.explore_policy`),
+which adds Pham et al.'s UCB1-tuned exploration share.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scrapy_echo.model.decisions.policies import Decision, EchoPaper
+from scrapy_echo.model.decisions.recrawl_index import best_early_recrawl, early_recrawl_values
+from scrapy_echo.model.estimation.change_signals import MIN_RECALL, signal_index
+from scrapy_echo.model.estimation.overlap import credit_overlaps
+from scrapy_echo.model.intervals.curves import FloatArray
+from scrapy_echo.model.intervals.full_hubs import FullHubs, solve_with_full_hubs
+from scrapy_echo.model.intervals.plan import Estimates, Plan
+from scrapy_echo.model.intervals.schedule import IntervalSolution
+
+
+class EchoNewPages(EchoPaper):
+    """ECHO-newpages, the default: the paper's policy and every improvement past it (the
+    issues after the first build add theirs here, never to :class:`EchoPaper`)."""
+
+    name = "echo-newpages"
+    uses_limits = True
+    uses_overlaps = True
+    learned_priors = True
+    pools_sites = True
+    refreshes = True
+    censoring_aware = True
+    counts_floors = False  # (measured: the floors' rate cost it on the default trace)
+    # Whether hubs seen full are planned as such (model.full_hubs); echo-censored's is not.
+    plans_full_hubs: ClassVar[bool] = True
+
+    def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
+        super().__init__(seed=seed, repair_solves=repair_solves)
+        # The sources with informative signals, their recall and false-signal rate, learned
+        # once per plan.
+        self._signal_plan: tuple[Plan | None, NDArray[np.intp], FloatArray, FloatArray] = (
+            None,
+            np.zeros(0, dtype=np.intp),
+            np.zeros(0),
+            np.zeros(0),
+        )
+        self.full_hubs = FullHubs.empty()
+
+    def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
+        if self.overlaps:
+            credited = credit_overlaps(estimates.link_rate, self.overlaps)
+            estimates = replace(estimates, link_rate=credited)
+        self.full_hubs = FullHubs.empty()  # (its solve sets them)
+        return super().replan(estimates, crawl_rate)
+
+    def _solve(self, estimates: Estimates, crawl_rate: float) -> IntervalSolution:
+        limits = self.limits
+        if not self.plans_full_hubs or estimates.shows is None:
+            return super()._solve(estimates, crawl_rate)
+        if limits is not None and np.isfinite(limits.capacity).any():
+            # A hub on a host of limited capacity stays ECHO's: its solver honours the host.
+            host = limits.padded(len(estimates)).host
+            limited = np.isfinite(limits.capacity[host])
+            estimates = replace(estimates, shows=np.where(limited, 0.0, estimates.shows))
+        # The interval bounds hold for the hubs inside the solve, where what they cost within
+        # them is what they leave the rest (a hub not kept is watched as any source is).
+        bounds = (0.0, math.inf) if limits is None else (limits.min_interval, limits.max_interval)
+        solution, self.full_hubs = solve_with_full_hubs(
+            estimates, crawl_rate, super()._solve, bounds=bounds
+        )
+        return solution
+
+    # -- signals -----------------------------------------------------------------------
+    def trusted_signals(self) -> int:
+        """How many sources' signals the current plan acts on."""
+        return int(self._informative(self.plan)[0].size)
+
+    def _informative(self, plan: Plan) -> tuple[NDArray[np.intp], FloatArray, FloatArray]:
+        """Kept sources whose signals say enough, with their recall and false-signal rate."""
+        cached_plan, which, recall, false = self._signal_plan
+        if cached_plan is plan:
+            return which, recall, false
+        which, recall, false = np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0)
+        book = self.signals
+        if book is not None and book.received:
+            book.grow(len(plan))
+            book.decay = np.array(plan.estimates.decay, dtype=np.float64)
+            all_recall, all_false = book.quality()
+            # (The book may know sources added since the plan was made: not planned yet.)
+            all_recall = all_recall[: len(plan)]
+            which = np.flatnonzero((all_recall >= MIN_RECALL) & plan.kept)
+            recall, false = all_recall[which], all_false[which]
+        self._signal_plan = (plan, which, recall, false)
+        return which, recall, false
+
+    def _signal_values(
+        self, now: float, last_crawl: FloatArray, plan: Plan
+    ) -> tuple[NDArray[np.intp], FloatArray]:
+        """The informative sources and their signal index now (-inf while backing off)."""
+        which, recall, false = self._informative(plan)
+        if not which.size:
+            return which, np.zeros(0)
+        assert self.signals is not None
+        est = plan.estimates
+        count, recent = self.signals.recent(which, now)
+        elapsed = now - last_crawl[which]
+        value = signal_index(
+            elapsed,
+            est.link_rate[which],
+            est.profit[which],
+            est.decay[which],
+            recall,
+            false,
+            count,
+            recent,
+            plan.omega,
+        )
+        return which, np.where(elapsed >= 0, value, -np.inf)
+
+    # -- the decision rule -------------------------------------------------------------
+    def _cycle(self, now: float, last_crawl: FloatArray) -> FloatArray | None:
+        """Per source, how much busier than its average it has been since its last crawl,
+        or None to take its rate as constant (here; ``echo-cycles`` learns the week)."""
+        return None
+
+    def _due_source(self, now: float, last_crawl: FloatArray, plan: Plan) -> Decision | None:
+        which, value = self._signal_values(now, last_crawl, plan)
+        cycle = self._cycle(now, last_crawl)
+        if (not which.size and cycle is None) or not plan.omega > 0:
+            return super()._due_source(now, last_crawl, plan)
+        if cycle is None:
+            # τ/I for the others, V/ω for these: either is 1 when a source falls due.
+            ratio = (now - last_crawl) * plan.recrawl_rate
+        else:
+            # V/ω, with V from the rate since the last crawl (the week's cycle): 1 at τ = I
+            # for a source of average rate.
+            with np.errstate(over="ignore", invalid="ignore"):
+                ratio = early_recrawl_values(now, np.minimum(last_crawl, now), plan)
+            ratio *= cycle / plan.omega
+            ratio[last_crawl > now] = 0.0
+        ratio[which] = value / plan.omega
+        most = int(ratio.argmax())
+        return Decision("source", most) if ratio[most] >= 1.0 else None
+
+    def _early_recrawl(self, now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
+        held = self._held_back(now, last_crawl)
+        which, signal_value = self._signal_values(now, last_crawl, plan)
+        cycle = self._cycle(now, last_crawl)
+        hubs = self.full_hubs.sources
+        if not which.size and cycle is None and not hubs.size:
+            return self._early_recrawl_unbounded(now, held, plan)
+        # These sources are weighed by their signal index, the rest as without signals.
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = early_recrawl_values(now, np.minimum(held, now), plan)
+        if cycle is not None:
+            values *= cycle
+        if hubs.size:  # full hubs by their own index, which ECHO's matches only at τ = I
+            values[hubs] = self.full_hubs.values(np.maximum(now - held[hubs], 0.0))
+        values[held >= now] = 0.0
+        values[which] = signal_value
+        top = int(values.argmax())
+        return top, max(float(values[top]), 0.0)
+
+    def _held_back(self, now: float, last_crawl: FloatArray) -> FloatArray:
+        """``last_crawl``, with a source crawled less than the minimum interval ago shown as
+        crawled now: it is not crawled early either."""
+        limits = self.limits
+        if limits is not None and limits.min_interval > 0:
+            recent = now - last_crawl < limits.min_interval
+            if recent.any():
+                return np.where(recent, np.maximum(last_crawl, now), last_crawl)
+        return last_crawl
+
+    @staticmethod
+    def _early_recrawl_unbounded(
+        now: float, last_crawl: FloatArray, plan: Plan
+    ) -> tuple[int, float]:
+        # A source backing off after failures, or retired, has its crawl time in the future.
+        # V(τ) at a negative τ grows without bound (g(x) for x < 0), so the reference policy
+        # recrawls exactly those sources first whenever nothing is due; here they count 0.
+        # (Weighed again only when one of them won: this runs at most slots. A source removed
+        # or retired since the plan was made overflows the first pass: that one is redone.)
+        with np.errstate(over="ignore", invalid="ignore"):
+            best, value = best_early_recrawl(now, last_crawl, plan)
+        if last_crawl[best] > now or not np.isfinite(value):
+            best, value = best_early_recrawl(now, np.minimum(last_crawl, now), plan)
+        return best, value
+
+
+__all__ = ["EchoNewPages"]

@@ -1,0 +1,54 @@
+"""Every crawl policy by name: what ``ECHO_POLICY`` and the simulator's ``--policies``
+choose from."""
+
+from __future__ import annotations
+
+from scrapy_echo.model.decisions.censored_policy import EchoCensored
+from scrapy_echo.model.decisions.cycle_policy import EchoCycles
+from scrapy_echo.model.decisions.discovery_policies import OdWin, RoundRobin
+from scrapy_echo.model.decisions.echo_newpages import EchoNewPages
+from scrapy_echo.model.decisions.explore_policy import EchoExplore
+from scrapy_echo.model.decisions.policies import (
+    BreadthFirst,
+    EchoGreedy,
+    EchoPaper,
+    EchoSchedule,
+    FixedQuota,
+    Frequency,
+    Policy,
+)
+from scrapy_echo.model.decisions.signal_policies import Greedy, GreedyCis, LowDiscrepancy
+
+POLICIES: dict[str, type[Policy]] = {
+    cls.name: cls
+    for cls in (
+        EchoNewPages,
+        EchoCycles,
+        EchoExplore,
+        EchoCensored,
+        EchoPaper,
+        EchoSchedule,
+        EchoGreedy,
+        BreadthFirst,
+        FixedQuota,
+        Frequency,
+        Greedy,
+        GreedyCis,
+        LowDiscrepancy,
+        RoundRobin,
+        OdWin,
+    )
+}
+
+
+def make_policy(name: str, *, seed: int = 0) -> Policy:
+    """The policy called ``name`` (see :data:`POLICIES`)."""
+    try:
+        cls = POLICIES[name]
+    except KeyError:
+        known = ", ".join(sorted(POLICIES))
+        raise ValueError(f"unknown policy {name!r}; known policies: {known}") from None
+    return cls(seed=seed)
+
+
+__all__ = ["POLICIES", "make_policy"]

@@ -1,0 +1,356 @@
+"""What the crawler has learned about each source, turned into estimates for the policy.
+
+One object serves the simulator and the live crawler alike: it is told of each source crawl
+(how many new links it found), each new page crawled (its source and estimated appearance
+time) and each batch of clicks, and at every re-solve it answers with ``λ, P, μ`` per source
+(:class:`scrapy_echo.model.decisions.policies.Estimates`), cold-start defaults filling what it does
+not know yet.
+
+Clicks may arrive for a page before the crawler has fetched it (analytics see a page from the
+moment it is published). Such clicks wait in a bounded buffer for up to ``pending_horizon``
+seconds, and are folded in if the page is crawled in time; otherwise they are dropped and
+counted, as are clicks for pages never crawled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scrapy_echo.model.estimation.clicks import ClickHistogram
+from scrapy_echo.model.estimation.crawl_history import CrawlHistory
+from scrapy_echo.model.estimation.estimators import DecayFit, fit_profit_decay
+from scrapy_echo.model.estimation.priors import ColdStart, apply_cold_start
+from scrapy_echo.model.estimation.site_prior import site_pseudo_links
+from scrapy_echo.model.intervals.curves import FloatArray
+from scrapy_echo.model.intervals.plan import Estimates
+
+T = TypeVar("T", bound=np.generic)
+
+
+class SourceLearner:
+    """Estimates ``λ, P, μ`` per source from crawl yields and clicks.
+
+    Parameters
+    ----------
+    sources : int
+        Sources known at the start (more may be added with :meth:`grow`).
+    history : int
+        Crawls of a source behind its ``λ`` (the paper: 7).
+    bin_width, bins : float, int
+        Age bins of the click fit (the paper: 20 minutes).
+    grace : float
+        How long past the fit's horizon a page still takes late clicks (the push period).
+    cold : ColdStart
+        Defaults for sources without data.
+    pending_horizon : float
+        How long clicks for a not-yet-crawled page are kept, seconds.
+    refit_every : float
+        Least seconds between two fits of ``P, μ`` (the fit costs more than a solve).
+    max_pending : int
+        Most such clicks kept at once; the oldest are dropped first.
+    """
+
+    def __init__(
+        self,
+        sources: int,
+        *,
+        history: int = 7,
+        bin_width: float = 1200.0,
+        bins: int = 72,
+        grace: float = 3600.0,
+        cold: ColdStart | None = None,
+        pending_horizon: float = 86400.0,
+        max_pending: int = 1_000_000,
+        refit_every: float = 3600.0,
+    ) -> None:
+        self.crawls = CrawlHistory(sources, history=history)
+        self.clicks = ClickHistogram(bin_width=bin_width, bins=bins, grace=grace)
+        self.cold = cold if cold is not None else ColdStart()
+        self.pending_horizon = float(pending_horizon)
+        self.max_pending = int(max_pending)
+        # page -> [(ts, count), ...]: clicks that came before the page was crawled
+        self._pending: OrderedDict[Hashable, list[tuple[float, float]]] = OrderedDict()
+        self._pending_rows = 0
+        self.dropped_clicks = 0  # rows never matched to a crawled page
+        self.received = 0.0  # every click the feed brought: a check that none came twice
+        self._sources = sources
+        self._fit: DecayFit | None = None
+        self._clicks_changed = True
+        self._fitted_at = -math.inf
+        self._mean_clicks: NDArray[np.float64] = np.zeros(0)
+        self._mean_known: NDArray[np.bool_] | None = None
+        self.refit_every = float(refit_every)
+        # Of the spread of sources' log rates, the share their sites explain, as last
+        # measured (model.site_prior); None while the policy does not pool by site.
+        self.site_share: float | None = None
+        # The μ the fit searches: from far slower than the horizon (such curves are flat
+        # there, and the fit's coverage rule keeps it from extrapolating them) to so fast
+        # that every click lands in a page's first bin.
+        self.decay_min = 1e-3 / (bins * bin_width)
+        self.decay_max = 10.0 / bin_width
+
+    @property
+    def sources(self) -> int:
+        return self._sources
+
+    @property
+    def clicks_caught(self) -> float:
+        """Clicks on crawled pages stamped at or after their crawl: the profit the crawl
+        caught, as the paper counts it (clicks before the crawl are no one's catch)."""
+        return self.clicks.caught
+
+    @property
+    def pending_clicks(self) -> int:
+        """Click rows waiting for their page to be crawled."""
+        return self._pending_rows
+
+    def grow(self, sources: int) -> None:
+        """Make room for ``sources`` sources (added at run time)."""
+        if sources > self._sources:
+            self.crawls.grow(sources)
+            self._sources = sources
+
+    def record_crawl(
+        self, source: int, time: float, new_links: int, *, cut: float = 0.0, floor: bool = False
+    ) -> None:
+        """A crawl, as
+        :meth:`scrapy_echo.model.estimation.crawl_history.CrawlHistory.record` takes it."""
+        if source >= self._sources:  # (inline: this runs at every source crawl)
+            self.grow(source + 1)
+        self.crawls.record(source, time, new_links, cut=cut, floor=floor)
+
+    def add_page(
+        self, page: Hashable, *, source: int, appeared: float, crawled: float | None = None
+    ) -> None:
+        """A new page of ``source`` was crawled at ``crawled``; it appeared at about
+        ``appeared``."""
+        self.grow(source + 1)
+        self.clicks.add_page(page, source=source, appeared=appeared, crawled=crawled)
+        waiting = self._pending.pop(page, None)
+        if waiting:
+            self._pending_rows -= len(waiting)
+            ts, counts = zip(*waiting, strict=True)
+            self.clicks.add_clicks([page] * len(waiting), ts, counts)
+            self._clicks_changed = True
+
+    def source_of_page(self, page: Hashable) -> int | None:
+        """The source a tracked (young) page was found on, if it is tracked."""
+        return self.clicks.source_of(page)
+
+    def add_clicks(
+        self, pages: Iterable[Hashable], ts: Iterable[float], counts: Iterable[float]
+    ) -> None:
+        """Fold in a batch of click rows (already validated)."""
+        pages, ts, counts = list(pages), list(ts), list(counts)
+        self.received += math.fsum(counts)
+        unknown = self.clicks.add_clicks(pages, ts, counts)
+        self._clicks_changed = self._clicks_changed or len(unknown) < len(pages)
+        for i in unknown:
+            self._pending.setdefault(pages[i], []).append((ts[i], counts[i]))
+        self._pending_rows += len(unknown)
+        if unknown:
+            self._trim(max(ts))
+
+    def estimates(
+        self,
+        now: float,
+        *,
+        learned_priors: bool = False,
+        censoring: bool = False,
+        floors: bool = True,
+        sites: NDArray[np.intp] | None = None,
+    ) -> Estimates:
+        """``λ, P, μ`` for every source, as of ``now``; with ``censoring``, ``λ`` counts the
+        crawls of hubs that overflowed for what they are (docs/how-it-works.rst, "Hubs that
+        show only their latest links"); with ``sites`` (each source's site index), its rate
+        borrows from its site's other sources as far as sites tell rates apart
+        (docs/how-it-works.rst, "Rates pooled by site").
+
+        The click fit is redone only when clicks came in since the last one, at most every
+        ``refit_every`` seconds (the click feed is pushed hourly while intervals are re-solved
+        every half hour); pages crawled since, with no clicks yet, join it then."""
+        n = self._sources
+        stale = self._clicks_changed and now - self._fitted_at >= self.refit_every
+        if self._fit is None or stale or self._fit.profit.size != n:
+            table = self.clicks.table(now)
+            # Cumulative means when every bin from age 0 is observed, else per-bin ones.
+            whole = table.cumulative is not None
+            means = table.cumulative if table.cumulative is not None else table.increments
+            self._fit = fit_profit_decay(
+                _pad_rows(means, n),
+                _pad_rows(table.pages, n),
+                bin_width=table.bin_width,
+                cumulative=whole,
+                decay_min=self.decay_min,
+                decay_max=self.decay_max,
+            )
+            # ECHO-greedy's P: the plain average clicks per page, bin by bin over the pages
+            # old enough for each bin (no fit, no decay).
+            self._mean_clicks = _pad_rows(table.increments.sum(axis=1), n)
+            self._mean_known = _pad_rows(table.pages.max(axis=1, initial=0) > 0, n)
+            self._clicks_changed = False
+            self._fitted_at = now
+        fit = self._fit
+        links, span = self.crawls.window(aware=censoring, floors=floors)
+        horizon = self.clicks.bins * self.clicks.bin_width
+        long_run = self.crawls.long_run(aware=censoring)
+        lent: tuple[FloatArray, FloatArray] | None = None
+        self.site_share = None  # (a policy that stopped pooling reports none)
+        if sites is not None:
+            lent_links, lent_span, self.site_share = site_pseudo_links(
+                *long_run, _site_rows(sites, n)
+            )
+            lent = (lent_links, lent_span)
+        lam, prof, mu = apply_cold_start(
+            links,
+            span,
+            fit,
+            self.cold,
+            long_run,
+            horizon=horizon,
+            learned_priors=learned_priors,
+            lent=lent,
+        )
+        known = self._mean_known
+        mean = prof if known is None else np.where(known, self._mean_clicks, prof)
+        shows = self.crawls.shown(floors=floors) if censoring else None
+        return Estimates(lam, prof, mu, mean, shows)
+
+    def clicked_sources(self) -> NDArray[np.bool_]:
+        """Per source, whether its ``P, μ`` come from its own pages' clicks (as of the last
+        :meth:`estimates`), not from the cold start."""
+        fit = self._fit
+        fitted = np.zeros(0, dtype=bool) if fit is None else fit.fitted
+        return _pad_rows(fitted, self._sources)
+
+    # -- persistence ----------------------------------------------------------------------
+    def to_data(self) -> dict[str, Any]:
+        """Plain data for a snapshot; :meth:`from_data` reverses it (the click fit too: a
+        restored learner refits when the one saved would have, so it estimates as it would)."""
+        return self.captured()()
+
+    def captured(self) -> Callable[[], dict[str, Any]]:
+        """:meth:`to_data` in two steps: what changes is copied now, and the function returned
+        builds the data from the copies on any thread, later (a crawl's save must not stall
+        it: the per-source lists are the slow part)."""
+        crawls = self.crawls.captured()
+        clicks = {
+            key: value.copy() if isinstance(value, np.ndarray) else value
+            for key, value in self.clicks.to_data().items()
+        }
+        data = {
+            "sources": self._sources,
+            "clicks": clicks,
+            "cold": dataclasses.asdict(self.cold),
+            "pending_horizon": self.pending_horizon,
+            "max_pending": self.max_pending,
+            "pending": [[page, [list(r) for r in rows]] for page, rows in self._pending.items()],
+            "dropped_clicks": self.dropped_clicks,
+            "received": self.received,
+            "refit_every": self.refit_every,
+            "fit": _fit_data(self._fit, self._mean_clicks, self._mean_known),
+            "fitted_at": self._fitted_at,
+            "clicks_changed": self._clicks_changed,
+        }
+        return lambda: {**data, "crawls": crawls()}
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> SourceLearner:
+        """The learner :meth:`to_data` described; ``ValueError``, ``KeyError`` or
+        ``TypeError`` if the data is not one."""
+        crawls = CrawlHistory.from_dict(data["crawls"])
+        clicks = ClickHistogram.from_data(data["clicks"])
+        out = cls(
+            int(data["sources"]),
+            history=crawls.history,
+            bin_width=clicks.bin_width,
+            bins=clicks.bins,
+            grace=clicks.grace,
+            cold=ColdStart(**data["cold"]),
+            pending_horizon=float(data["pending_horizon"]),
+            max_pending=int(data["max_pending"]),
+            refit_every=float(data["refit_every"]),
+        )
+        out.crawls, out.clicks = crawls, clicks
+        out.crawls.grow(out.sources)
+        for page, rows in data["pending"]:
+            out._pending[page] = [(float(ts), float(count)) for ts, count in rows]
+        out._pending_rows = sum(len(rows) for rows in out._pending.values())
+        out.dropped_clicks = int(data["dropped_clicks"])
+        out.received = float(data["received"])
+        if data["fit"] is not None:
+            out._fit, out._mean_clicks, out._mean_known = _fit_from(data["fit"])
+        out._fitted_at = float(data["fitted_at"])
+        out._clicks_changed = bool(data["clicks_changed"])
+        return out
+
+    def _trim(self, now: float) -> None:
+        """Drop pending clicks that are too old or too many, oldest page first."""
+        while self._pending and (
+            self._pending_rows > self.max_pending
+            or next(iter(self._pending.values()))[-1][0] < now - self.pending_horizon
+        ):
+            _, rows = self._pending.popitem(last=False)
+            self._pending_rows -= len(rows)
+            self.dropped_clicks += len(rows)
+
+
+def _fit_data(
+    fit: DecayFit | None, mean_clicks: FloatArray, mean_known: NDArray[np.bool_] | None
+) -> dict[str, Any] | None:
+    """The last click fit as plain data (arrays copied: a later fit replaces, never changes,
+    them; copied anyway, as every part of a capture is)."""
+    if fit is None:
+        return None
+    arrays = {name: getattr(fit, name).copy() for name in _FIT_FIELDS}
+    known = None if mean_known is None else mean_known.copy()
+    return {**arrays, "mean_clicks": mean_clicks.copy(), "mean_known": known}
+
+
+def _fit_from(
+    data: dict[str, Any],
+) -> tuple[DecayFit, FloatArray, NDArray[np.bool_] | None]:
+    arrays = {name: np.asarray(data[name]) for name in _FIT_FIELDS}
+    sizes = {array.shape for array in arrays.values()}
+    if len(sizes) != 1 or len(next(iter(sizes))) != 1:
+        raise ValueError("click fit arrays of different shapes")
+    fit = DecayFit(
+        profit=arrays["profit"].astype(np.float64),
+        decay=arrays["decay"].astype(np.float64),
+        pages=arrays["pages"].astype(np.float64),
+        residual=arrays["residual"].astype(np.float64),
+        fitted=arrays["fitted"].astype(bool),
+    )
+    known = data["mean_known"]
+    return (
+        fit,
+        np.asarray(data["mean_clicks"], dtype=np.float64),
+        None if known is None else np.asarray(known, dtype=bool),
+    )
+
+
+_FIT_FIELDS = ("profit", "decay", "pages", "residual", "fitted")
+
+
+def _site_rows(sites: NDArray[np.intp], rows: int) -> NDArray[np.intp]:
+    """``sites`` for exactly ``rows`` sources; a source it does not cover is a site of its
+    own (no siblings)."""
+    sites = np.asarray(sites, dtype=np.intp)[:rows]
+    missing = rows - sites.size
+    start = int(sites.max(initial=-1)) + 1
+    return np.concatenate([sites, np.arange(start, start + missing, dtype=np.intp)])
+
+
+def _pad_rows(array: NDArray[T], rows: int) -> NDArray[T]:
+    """``array`` with zero rows added (or rows cut) to have exactly ``rows`` rows."""
+    if array.shape[0] >= rows:
+        return array[:rows]
+    pad = np.zeros((rows - array.shape[0], *array.shape[1:]), dtype=array.dtype)
+    return np.concatenate([array, pad])
