@@ -1,19 +1,22 @@
 """Replay a trace against a crawl policy with a simulated clock.
 
-The crawler has ``N`` crawl slots per second. At each slot the policy picks a source or a
-waiting new page. The crawl's bookkeeping is the live crawler's own: one
+The crawler has ``N`` crawl slots per second. Each slot runs as a live crawl's does: a
+refetch if the refresh lane has one due, else the core's dispatch (a source, a waiting new
+page, or nothing). The crawl's bookkeeping is the live crawler's own: one
 :class:`~scrapy_echo.core.crawl.CrawlCore`, driven with the same typed events the Scrapy
-middlewares send (docs/architecture.rst). Only the fetcher (the trace) and the clock differ.
+middlewares send (docs/architecture.rst). Only the fetcher (the trace, as :class:`TraceWeb`)
+and the clock differ.
 
 Crawling a source reveals the links on it at that moment; a link is new if it was never seen
-before; the first crawl of a source only records what is there. Crawling a page earns the
-clicks it gets from then on. Clicks are delivered every push period for the pages crawled,
-never from the future, and intervals are re-solved every re-solve period.
+before; what a source lists at its first crawl is new too under the crawl's default
+``backlog="crawl"``, and only recorded under the paper's set-up (:data:`PAPER_SETUP`).
+Crawling a page earns the clicks it gets from then on. Clicks are delivered every push period
+for the pages crawled, never from the future, and intervals are re-solved every re-solve
+period.
 
-Sources and pages get URLs (``https://h<host>.sim.invalid/s/<id>``, the host numbered after
-the trace's URL of the source, and ``https://sim.invalid/p/<id>``) so that the core sees what
-it sees in a live crawl: per-host figures (the refresh lane's change rates) stay per host.
-To save the replay time, a source crawl reports the links
+Sources and pages get URLs (:class:`TraceWeb`) so that the core sees what it sees in a live
+crawl: per-host figures (the refresh lane's change rates) stay per host. To save the replay
+time, a source crawl reports the links
 that appeared on it since its previous crawl (every other visible link was seen then), and
 the first crawl all it shows: the core takes the same new pages from either. With them it
 reports the newest link still shown from before, if any, so that the core tells a hub that
