@@ -2,6 +2,7 @@
 (:class:`CrawlCore`), decisions and plans out. The Scrapy glue, the Redis planner and the
 simulator all drive it (docs/architecture.rst)."""
 
-from scrapy_echo.core.crawl import CrawlCore, NewPage
+from scrapy_echo.core.crawl import CrawlCore
+from scrapy_echo.core.pages import Dispatch, NewPage
 
-__all__ = ["CrawlCore", "NewPage"]
+__all__ = ["CrawlCore", "Dispatch", "NewPage"]

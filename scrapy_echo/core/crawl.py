@@ -17,8 +17,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,12 +35,13 @@ from scrapy_echo.core.events import (
 )
 from scrapy_echo.core.hosts import SourceHosts
 from scrapy_echo.core.identity import fold_scheme
+from scrapy_echo.core.pages import Dispatch, NewPage, pages_found
 from scrapy_echo.core.seen import Housekeeping, run_inline
 from scrapy_echo.core.source_status import SourceStatus
 from scrapy_echo.core.state import CrawlState, fingerprint
 from scrapy_echo.core.state_config import StateConfig
+from scrapy_echo.core.valuation import valued
 from scrapy_echo.core.view import CrawlView
-from scrapy_echo.model.decisions.frontier import WaitingPage
 from scrapy_echo.model.decisions.policies import Decision, Policy
 from scrapy_echo.model.estimation.cycles import rate_factor
 from scrapy_echo.model.intervals.curves import FloatArray
@@ -50,59 +49,6 @@ from scrapy_echo.model.intervals.limits import ScheduleLimits
 from scrapy_echo.model.intervals.plan import Plan
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class NewPage:
-    """A link a source showed for the first time: a page to fetch.
-
-    ``appeared`` is the page's estimated appearance time: the publication time it states if
-    that falls inside ``window`` (the source's previous crawl to this one), else the window's
-    midpoint (docs/how-it-works.rst, "Estimating the parameters")."""
-
-    url: str
-    source: int
-    source_url: str
-    appeared: float
-    window: tuple[float, float]
-    discovered: float
-
-    @classmethod
-    def from_meta(cls, echo: dict[str, Any], url: str) -> NewPage:
-        """The page a request for ``url`` says it is in ``meta["echo"]`` (:meth:`meta`)."""
-        window = echo.get("window") or (echo["discovered"], echo["discovered"])
-        return cls(
-            str(echo.get("page") or url),
-            int(echo["source"]),
-            str(echo.get("source_url", "")),
-            float(echo["appeared"]),
-            (float(window[0]), float(window[1])),
-            float(echo["discovered"]),
-        )
-
-    def meta(self) -> dict[str, Any]:
-        """What a page request carries in ``meta["echo"]``."""
-        return {
-            "kind": "page",
-            "source": self.source,
-            "source_url": self.source_url,
-            "page": self.url,
-            "appeared": self.appeared,
-            "window": list(self.window),
-            "discovered": self.discovered,
-        }
-
-
-@dataclass(frozen=True)
-class Dispatch:
-    """What :meth:`CrawlCore.dispatch` hands out: a crawl of ``source`` itself, or
-    (``kind == "page"``) ``page``, the newest page waiting on it. ``previous`` is the
-    source's crawl time before this dispatch (what :meth:`CrawlCore.put_back` restores)."""
-
-    kind: Literal["source", "page"]
-    source: int
-    page: WaitingPage | None = None
-    previous: float = math.nan
 
 
 class CrawlCore:
@@ -322,22 +268,8 @@ class CrawlCore:
         found = state.source_crawled(source, event.t, urls, fresh, dates)
         if not found:
             return []
-        new = set(found)
         fetched = status.last_fetched  # the fetch time, never before the previous one
-        start = previous if math.isfinite(previous) else fetched
-        window = (start, fetched)
-        midpoint = 0.5 * (start + fetched)
-        pages = []
-        for url, stated in event.links:
-            if url not in new:
-                continue
-            new.discard(url)  # a link listed twice is one page
-            fits = stated is not None and start <= stated <= fetched
-            if first and stated is not None:  # a backlog page: as old as it says
-                fits = stated <= fetched
-            appeared = stated if fits and stated is not None else midpoint
-            pages.append(NewPage(url, source, status.url, appeared, window, fetched))
-        return pages
+        return pages_found(event.links, found, source, status.url, previous, fetched, first=first)
 
     def site_weights(self) -> FloatArray | None:
         """Per source, the weight ``ECHO_SITE_WEIGHTS`` gives its host, else its site, else 1;
@@ -447,24 +379,13 @@ class CrawlCore:
             sites=self.hosts.sites(self.state.sources) if policy.pools_sites else None,
         )
         scores = self.site_scores()
-        if scores is not None:  # a site's score scales the prior of its sources without clicks
-            clicked = self.state.learner.clicked_sources()
-            estimates = replace(
-                estimates, profit=np.where(clicked, estimates.profit, estimates.profit * scores)
-            )
-        weights = self.site_weights()
-        if weights is not None:  # the user's value of each site's pages, clicks or not
-            mean = estimates.mean_clicks
-            estimates = replace(
-                estimates,
-                profit=estimates.profit * weights,
-                mean_clicks=None if mean is None else mean * weights,
-            )
-        off = self.state.off_schedule()
-        if off:  # retired or removed: never crawled again, no share of the budget either
-            link_rate = estimates.link_rate.copy()
-            link_rate[off] = 0.0
-            estimates = replace(estimates, link_rate=link_rate)
+        estimates = valued(
+            estimates,
+            scores=scores,
+            clicked=None if scores is None else self.state.learner.clicked_sources(),
+            weights=self.site_weights(),
+            off=self.state.off_schedule(),
+        )
         self.state.profile.enabled = self.policy.uses_cycles
         if self.policy.uses_cycles:
             self.policy.rate_factor = self._rate_factor(now)

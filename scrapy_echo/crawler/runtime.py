@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from scrapy_echo.core.crawl import CrawlCore, NewPage
+from scrapy_echo.core.crawl import CrawlCore
 from scrapy_echo.core.events import (
     ClicksArrived,
     Event,
@@ -21,6 +21,7 @@ from scrapy_echo.core.events import (
     SourceFailed,
     SourceRemoved,
 )
+from scrapy_echo.core.pages import NewPage
 from scrapy_echo.core.seen import Housekeeping
 from scrapy_echo.crawler.settings import EchoConfig
 from scrapy_echo.crawler.signals import page_found, source_retired

@@ -24,8 +24,8 @@ from scrapy import Request
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.task import LoopingCall
 
-from scrapy_echo.core.crawl import Dispatch, NewPage
 from scrapy_echo.core.events import SourceAdded
+from scrapy_echo.core.pages import Dispatch, NewPage
 from scrapy_echo.crawler.busy_slots import BusySlots
 from scrapy_echo.crawler.callbacks import check_page_callback, source_seen
 from scrapy_echo.crawler.echo_requests import refresh_request, source_request
