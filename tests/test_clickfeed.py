@@ -291,15 +291,22 @@ def test_restore_after_rotation_or_truncation_starts_over(tmp_path) -> None:
 
 @pytest.mark.parametrize(
     "damaged",
-    [{}, {"offset": "x"}, {"offset": -1, "line": 0, "identity": [1, 2]}, {"head": "zz"}],
+    [
+        None,
+        {"offset": "x"},
+        {"offset": -1},
+        {"head": "zz"},
+        {"tail": "ab"},  # not a digest
+        {"tail": None, "identity": [1, 2]},  # an earlier build's position: not read
+    ],
 )
 def test_damaged_state_is_ignored_with_a_warning(tmp_path, caplog, damaged) -> None:
     feed = tmp_path / "clicks.jsonl"
     feed.write_text(line(ts=1))
     reader = ClickFeedReader(feed)
-    state = {"offset": 0, "line": 0, "identity": [1, 2], "header": None, "head": ""}
+    state = ClickFeedReader(feed).state()  # whole: only what ``damaged`` changes is wrong
     with caplog.at_level(logging.WARNING, logger=LOGGER):
-        reader.restore({**state, **damaged} if damaged else damaged)
+        reader.restore({} if damaged is None else {**state, **damaged})
     assert len(caplog.records) == 1
     assert [row.ts for row in reader.read()] == [1.0]
 

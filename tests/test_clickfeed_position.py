@@ -104,31 +104,6 @@ def test_restore_over_another_file_with_the_same_beginning_starts_over(tmp_path)
     assert [row.ts for row in again.read()] == [1.0, 3.0, 4.0]
 
 
-def test_a_position_saved_by_an_earlier_build_still_resumes(tmp_path) -> None:
-    feed = tmp_path / "clicks.jsonl"
-    feed.write_text(line(ts=1))
-    reader = ClickFeedReader(feed)
-    reader.read()
-    info = os.stat(feed)
-    earlier = {  # no kind, no tail
-        "offset": len(line(ts=1)),
-        "line": 1,
-        "header": None,
-        "identity": [info.st_dev, info.st_ino],
-        "head": line(ts=1).encode().hex(),
-    }
-    append(feed, line(ts=2))
-    resumed = ClickFeedReader(feed)
-    resumed.restore(earlier)
-    assert [row.ts for row in resumed.read()] == [2.0]
-    # Read once, the position names its bytes: a copy elsewhere now resumes from it too.
-    copy = tmp_path / "copy.jsonl"
-    copy.write_bytes(feed.read_bytes() + line(ts=3).encode())
-    on_copy = ClickFeedReader(copy)
-    on_copy.restore(saved_position(resumed))
-    assert [row.ts for row in on_copy.read()] == [3.0]
-
-
 def test_a_feed_missing_after_a_restore_is_reported_once_and_read_when_it_appears(
     tmp_path, caplog
 ) -> None:

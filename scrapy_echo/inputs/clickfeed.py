@@ -127,13 +127,6 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=_DIGEST_SIZE).hexdigest()
 
 
-def _inode(value: object) -> tuple[int, int] | None:
-    """A saved ``[device, inode]``, if ``value`` is one."""
-    if isinstance(value, list) and len(value) == 2 and all(isinstance(n, int) for n in value):
-        return (value[0], value[1])
-    return None
-
-
 def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
@@ -179,9 +172,8 @@ class FeedReader(Generic[Row]):
         self._identity: tuple[int, int] | None = None
         self._header: list[str] | None = None
         self._head = b""  # the file's first bytes, to notice it was rewritten
-        # A digest of the bytes before the offset (up to _TAIL_BYTES); None after restoring a
-        # position saved by a build without it, until the next read (its inode decides then).
-        self._tail: str | None = _digest(b"")
+        # A digest of the bytes before the offset (up to _TAIL_BYTES).
+        self._tail = _digest(b"")
 
     def read(self) -> list[Row]:
         try:
@@ -221,7 +213,7 @@ class FeedReader(Generic[Row]):
         behind = min(self._offset, _TAIL_BYTES)
         handle.seek(self._offset - behind)
         before = handle.read(behind)
-        if held and len(before) == behind and self._tail in (None, _digest(before)):
+        if held and len(before) == behind and self._tail == _digest(before):
             self._identity = identity
             return before, handle.read()
         if self._identity is not None or self._offset:
@@ -257,7 +249,7 @@ class FeedReader(Generic[Row]):
 
     def state(self) -> dict[str, object]:
         """Where reading stands, as JSON-able data for :meth:`restore`: the offset, and what
-        the file holds before it, which any host can check (its inode is for earlier builds)."""
+        the file holds before it, which any host can check."""
         return {
             "kind": self.what,
             "offset": self._offset,
@@ -265,7 +257,6 @@ class FeedReader(Generic[Row]):
             "header": self._header,
             "head": self._head.hex(),
             "tail": self._tail,
-            "identity": list(self._identity) if self._identity else None,  # (earlier builds)
         }
 
     def restore(self, state: Mapping[str, object]) -> None:
@@ -276,7 +267,6 @@ class FeedReader(Generic[Row]):
             state = {"damaged": state}
         offset, line, tail = state.get("offset"), state.get("line"), state.get("tail")
         head, header = state.get("head", ""), state.get("header")
-        identity = _inode(state.get("identity"))
         try:
             if not (
                 isinstance(offset, int)
@@ -285,7 +275,7 @@ class FeedReader(Generic[Row]):
                 and line >= 0
                 and isinstance(head, str)
                 and (header is None or isinstance(header, list))
-                and (isinstance(tail, str) or identity is not None)
+                and isinstance(tail, str)
             ):
                 raise ValueError("unexpected shape")
             head_bytes = bytes.fromhex(head)
@@ -301,9 +291,9 @@ class FeedReader(Generic[Row]):
             )
             self.rewind()
             return
-        # The bytes decide; a position saved before builds kept them: its inode, as then.
-        self._identity = None if isinstance(tail, str) else identity
-        self._tail = tail if isinstance(tail, str) else None
+        # The bytes decide (the same file or a copy of it, on any host), not its inode.
+        self._identity = None
+        self._tail = tail
         self._offset, self._line, self._head = offset, line, head_bytes
         self._header = [str(name) for name in header] if header is not None else None
 
