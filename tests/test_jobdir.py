@@ -155,6 +155,36 @@ def test_a_snapshot_of_this_format_version_loads(tmp_path) -> None:
     scheduler.close("shutdown")
 
 
+def test_a_resumed_crawl_keeps_what_its_policy_kept(tmp_path) -> None:
+    """The policy's own state (here BFS's cycle: its order and where it stands) is part of the
+    checkpoint: a resumed crawl goes on with the cycle, it does not draw a new one."""
+    settings = {
+        "ADDONS": {"scrapy_echo.Addon": 0},
+        "JOBDIR": str(tmp_path / "job"),
+        "ECHO_SOURCES": [f"http://{host}.test/" for host in "abcdef"],
+        "ECHO_POLICY": "bfs",
+        "ECHO_POLITENESS": False,
+    }
+
+    def opened() -> EchoScheduler:
+        crawler = get_crawler(Spider, settings)
+        crawler.spider = crawler._create_spider()
+        EchoRuntime.of(crawler).clock = lambda: 1000.0
+        scheduler = EchoScheduler.from_crawler(crawler)
+        scheduler.open(crawler.spider)
+        return scheduler
+
+    first = opened()
+    for _ in range(9):  # every source once (first crawls), then BFS's cycle begins
+        assert first.next_request() is not None
+    kept = first.runtime.policy.to_data()
+    assert kept["next"] > 0
+    first.close("shutdown")
+    second = opened()
+    assert second.runtime.policy.to_data() == kept
+    second.close("shutdown")
+
+
 def test_an_earlier_builds_checkpoint_is_set_aside_naming_its_version(tmp_path, caplog) -> None:
     """Before the first release an earlier format is not read: the crawl starts afresh and
     says which version it found (the file is kept beside, for the user)."""

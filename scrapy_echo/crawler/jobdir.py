@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scrapy_echo.core import snapshot as snapshots
 from scrapy_echo.core.collector import collector_paused
 from scrapy_echo.crawler.in_flight import LET_GO_AFTER, InFlight
+from scrapy_echo.model.decisions.registry import make_policy
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -211,7 +212,10 @@ class Checkpointer:
         saved = SavedRequests(self.scheduler.decode, self._page_callback_name())
         try:
             snapshot = snapshots.read(path.read_bytes())
-            restored, plain, refused = snapshots.restore(self.runtime.config, snapshot, saved)
+            policy = make_policy(self.runtime.config.policy)  # takes what the saved one kept
+            restored, plain, refused = snapshots.restore(
+                self.runtime.config, snapshot, saved, policy
+            )
             self.runtime.restore_feeds(snapshot["feeds"])
         except Exception as exc:
             # Keep the file for inspection; a fresh start beats refusing to run a monitor.
@@ -224,7 +228,7 @@ class Checkpointer:
                 aside,
             )
             return False
-        self.runtime.core.reset(restored)  # every component reads it through the runtime
+        self.runtime.core.reset(restored, policy)  # every component reads it through the runtime
         self.scheduler.plain.extend(plain)
         saved.report(path, refused, self.runtime.crawler.stats)
         state = self.runtime.state

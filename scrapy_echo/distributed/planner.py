@@ -44,6 +44,7 @@ from scrapy_echo.distributed.request_ids import (
     request_id,
     source_id,
 )
+from scrapy_echo.model.decisions.policies import Policy
 from scrapy_echo.model.decisions.registry import make_policy
 
 if TYPE_CHECKING:
@@ -69,6 +70,8 @@ class Loaded:
 
     ticket: int
     state: CrawlView | None = None  # None: none saved, or unreadable (then ``error``)
+    # A fresh policy, with what the saved one kept (a BFS cycle, the exploration bandit).
+    policy: Policy | None = None
     last_event: str = "0-0"
     feeds: Any = None
     dedup: EventDedup = field(default_factory=EventDedup)
@@ -161,7 +164,9 @@ class Planner:
         try:
             saved = snapshots.read(data)
             decode = self.scheduler.decode
-            out.state, _, out.refused = snapshots.restore(self.config, saved, decode)
+            policy = make_policy(self.config.policy)
+            out.state, _, out.refused = snapshots.restore(self.config, saved, decode, policy)
+            out.policy = policy
         except CodecError as exc:
             out.error = str(exc)
             return out
@@ -190,7 +195,8 @@ class Planner:
         # (A fresh state has counted no click: every feed from the top.)
         self.runtime.restore_feeds(feeds if loaded.state is not None else {})
         # A fresh policy: it must hold no caches of another state.
-        self.runtime.core.reset(loaded.state, make_policy(self.config.policy))
+        policy = loaded.policy if loaded.state is not None else None
+        self.runtime.core.reset(loaded.state, policy or make_policy(self.config.policy))
         fresh = self.runtime.state
         spider = self.scheduler.spider
         self.runtime.core.add_sources(
