@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from scrapy_echo.core.crawl import CrawlCore
     from scrapy_echo.crawler.downloadermw import EchoDownloaderMiddleware
     from scrapy_echo.crawler.extension import EchoExtension
+    from scrapy_echo.crawler.link_collector import EchoLinkCollector
     from scrapy_echo.crawler.scheduler import EchoScheduler
     from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
     from scrapy_echo.distributed.scheduler import DistributedScheduler
@@ -38,6 +39,7 @@ _LAZY = {
     "DistributedScheduler": "scrapy_echo.distributed.scheduler",
     "EchoDownloaderMiddleware": "scrapy_echo.crawler.downloadermw",
     "EchoExtension": "scrapy_echo.crawler.extension",
+    "EchoLinkCollector": "scrapy_echo.crawler.link_collector",
     "EchoScheduler": "scrapy_echo.crawler.scheduler",
     "EchoSpiderMiddleware": "scrapy_echo.crawler.spidermw",
 }
@@ -48,6 +50,7 @@ __all__ = [
     "DistributedScheduler",
     "EchoDownloaderMiddleware",
     "EchoExtension",
+    "EchoLinkCollector",
     "EchoScheduler",
     "EchoSpiderMiddleware",
     "__version__",

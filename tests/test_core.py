@@ -42,12 +42,30 @@ def test_first_crawl_records_then_new_links_become_pages() -> None:
     assert c.apply(fetched(300.0, HUB + "new", (HUB + "late", 50.0)))[0].appeared == 250.0
 
 
+def test_links_the_spider_middlewares_dropped_are_seen_never_pages() -> None:
+    c = core()
+    c.apply(fetched(100.0))
+    links = ((HUB + "kept", None), (HUB + "dropped", None), (HUB + "twice", None))
+    treated = ('{"meta": {"depth": 1}}', None, None)
+    shown = SourceFetched(HUB, 200.0, (*links, (HUB + "twice", None)), None, None,
+                          (*treated, ""))  # fmt: skip
+    pages = c.apply(shown)
+    # A link listed twice is dropped only if every copy was; what was added goes along.
+    assert [(p.url, p.extras) for p in pages] == [
+        (HUB + "kept", '{"meta": {"depth": 1}}'),
+        (HUB + "twice", ""),
+    ]
+    assert c.state.sources[0].new_links == 2  # the dropped link is no yield
+    # Seen: listed again, it is neither new nor a page.
+    assert c.apply(SourceFetched(HUB, 300.0, ((HUB + "dropped", None),))) == []
+
+
 def test_pages_clicks_and_failures_reach_the_state() -> None:
     c = core()
     c.apply(fetched(100.0))
     (page,) = c.apply(fetched(200.0, HUB + "p"))
-    c.queue(page, "payload")
-    assert c.state.frontier.pop(0).page == "payload"
+    c.queue(page)
+    assert c.state.frontier.pop(0).page == page  # the frontier holds pages, not requests
     c.apply(PageFetched(HUB + "p", HUB, page.appeared, 210.0))
     c.add_clicks([HUB + "p", HUB + "p"], [205.0, 220.0], [1.0, 4.0])
     assert c.state.crawled_pages == 1 and c.state.learner.clicks_caught == 4.0

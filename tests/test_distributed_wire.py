@@ -177,9 +177,9 @@ def test_planner_state_round_trips_through_a_snapshot() -> None:
     new = state.source_crawled(0, 200.0, ["http://a.test/old", "http://a.test/new"])
     assert new == ["http://a.test/new"]
     state.sources[0].etag = '"v1"'
-    found = NewPage("http://a.test/new", 0, "http://a.test/", 150.0, (100.0, 200.0), 200.0)
-    page = runtime.page_request(found)
-    state.frontier.push(0, page, appeared=150.0, discovered=200.0)
+    extras = '{"headers": {"Referer": ["http://a.test/"]}, "meta": {"depth": 1}}'
+    found = NewPage("http://a.test/new", 0, "http://a.test/", 150.0, (100.0, 200.0), 200.0, extras)
+    runtime.core.queue(found)
     state.page_crawled("http://a.test/seen", 0, 120.0, 130.0)
 
     def encode(request: scrapy.Request) -> str:
@@ -199,7 +199,7 @@ def test_planner_state_round_trips_through_a_snapshot() -> None:
     assert back.seen == state.seen
     np.testing.assert_array_equal(back.last_crawl, state.last_crawl)
     waiting = back.frontier.pop(0)
-    assert waiting.page.url == "http://a.test/new" and waiting.appeared == 150.0
+    assert waiting.page == found and waiting.appeared == 150.0  # (what it carries too)
     # The restored state goes on as the original would: the old link stays old.
     assert back.source_crawled(0, 300.0, ["http://a.test/old", "http://a.test/3"]) == [
         "http://a.test/3"
@@ -330,7 +330,7 @@ def test_every_request_the_project_queues_keeps_to_the_rules() -> None:
 
     from scrapy_echo.core import NewPage
     from scrapy_echo.core.source_status import SourceStatus
-    from scrapy_echo.crawler.echo_requests import refresh_request, source_request
+    from scrapy_echo.crawler.echo_requests import page_request, refresh_request, source_request
     from scrapy_echo.crawler.runtime import EchoRuntime
     from scrapy_echo.model.refetch.refresh_lane import Tracked
 
@@ -339,11 +339,12 @@ def test_every_request_the_project_queues_keeps_to_the_rules() -> None:
     runtime = EchoRuntime.of(crawler)
     status = SourceStatus("http://a.test/")
     status.etag, status.last_modified = '"v1"', "Mon, 01 Jan 2024 00:00:00 GMT"
-    found = NewPage("http://a.test/new", 0, "http://a.test/", 150.0, (100.0, 200.0), 200.0)
+    extras = '{"headers": {"Referer": ["http://a.test/"]}, "meta": {"depth": 1}}'
+    found = NewPage("http://a.test/new", 0, "http://a.test/", 150.0, (100.0, 200.0), 200.0, extras)
     start = scrapy.Request("http://a.test/start", meta={"is_start_request": True, "depth": 0})
     requests = [
         source_request(status, 0, own_callback),
-        runtime.page_request(found),
+        page_request(found, runtime.page_callback()),
         refresh_request(
             Tracked("http://a.test/new", 0, 0, 150.0, 200.0, None), "http://a.test/", SPIDER.parse
         ),

@@ -133,7 +133,7 @@ DATA = Path(__file__).parent / "data"
 
 
 def test_a_snapshot_of_this_format_version_loads(tmp_path) -> None:
-    """``tests/data/echo-state-v3.json`` was written by this format version
+    """``tests/data/echo-state-v4.json`` was written by this format version
     (``tests/data/make_echo_state.py``); the build must resume from it."""
     job = tmp_path / "job"
     job.mkdir()
@@ -145,7 +145,11 @@ def test_a_snapshot_of_this_format_version_loads(tmp_path) -> None:
     assert state.last_crawl.tolist() == [940.0, 990.0]
     assert state.crawled_pages == 1
     assert state.learner.clicks_caught == 3.0  # the click at 970 s, after the fetch at 960 s
-    assert [p.page.url for p in state.frontier.pages()] == ["http://a.test/y"]
+    (waiting,) = state.frontier.pages()
+    assert waiting.page.url == "http://a.test/y"
+    assert (
+        waiting.page.extras == '{"headers": {"Referer": ["http://a.test/"]}, "meta": {"depth": 1}}'
+    )
     assert [r.url for r in scheduler.plain] == ["http://a.test/plain"]
     assert state.source_crawled(0, 1000.0, ["http://a.test/x", "http://a.test/z"]) == [
         "http://a.test/z"

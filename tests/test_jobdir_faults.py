@@ -78,6 +78,8 @@ def test_a_request_in_flight_gives_way_to_its_redirect_and_is_let_go_if_never_do
 class OldSpider(Spider):
     """The spider of an earlier run: its methods were renamed since."""
 
+    echo_page_callback = "parse_article"
+
     def parse_article(self, response: Any) -> Any:
         return []
 
@@ -90,7 +92,11 @@ def test_requests_naming_a_renamed_callback_are_skipped_and_named_once(tmp_path,
     first = open_scheduler(job, feed, spider=OldSpider)
     old = first.spider
     assert isinstance(old, OldSpider)
-    first.enqueue_request(page("http://a.test/x", 0).replace(callback=old.parse_article))
+    first.enqueue_request(page("http://a.test/x", 0))
+    handed = [first.next_request() for _ in range(3)]
+    (flying,) = [r for r in handed if r is not None and r.url == "http://a.test/x"]
+    assert flying.callback == old.parse_article  # a page's request is built as it leaves
+    first.enqueue_request(page("http://a.test/w", 0))  # a page still waiting
     first.enqueue_request(Request("http://c.test/list/1", callback=old.parse_list))
     first.enqueue_request(Request("http://c.test/list/2", callback=old.parse_list))
     first.enqueue_request(Request("http://c.test/plain"))
@@ -99,17 +105,19 @@ def test_requests_naming_a_renamed_callback_are_skipped_and_named_once(tmp_path,
     with caplog.at_level(logging.WARNING, logger="scrapy_echo.crawler.jobdir"):
         second = open_scheduler(job, feed)  # the spider now has parse only
     stats = second.crawler.stats
-    assert [r.url for r in second.plain] == ["http://c.test/plain"]
     assert stats.get_value("echo/jobdir/unrestored_requests") == 2
     assert stats.get_value("echo/jobdir/unrestored_requests/bad_callback") == 2
     (skipped,) = [r.getMessage() for r in caplog.records if "parse_list" in r.getMessage()]
     assert "2 saved requests skipped" in skipped
-    # A waiting page's link is seen: it goes to this run's page callback, not away.
-    (waiting,) = second.state.frontier.pages()
-    assert waiting.page.url == "http://a.test/x"
-    assert waiting.page.callback == second.spider.parse
+    # The page in flight: its link is seen, so it goes to this run's page callback, not away.
+    plain = [(r.url, r.callback) for r in second.plain]
+    assert ("http://a.test/x", second.spider.parse) in plain
+    assert ("http://c.test/plain", None) in plain
     assert stats.get_value("echo/jobdir/page_callback_changed") == 1
     assert "'parse_article'" in caplog.text
+    # The waiting page is data: it names no callback, and leaves to this run's.
+    (waiting,) = second.state.frontier.pages()
+    assert waiting.page.url == "http://a.test/w"
     assert not list((tmp_path / "job").glob("*.unreadable-*"))
     second.close("shutdown")
 
@@ -125,12 +133,12 @@ def test_damaged_saved_requests_are_skipped_and_the_rest_restored(tmp_path) -> N
     frontier = snapshot["frontier"]
     frontier["source"][0] = 99  # no such source: it raised out of open()
     frontier["source"][1] = True
-    frontier["appeared"][2] = "x"
-    frontier["discovered"][3] = float("nan")
-    frontier["request"][4] = ["not", "a", "request"]
+    frontier["page"][2][2] = "x"  # its appearance time
+    frontier["page"][3][5] = float("nan")  # its discovery time
+    frontier["page"][4] = ["not", "a", "page"]
     snapshot["plain"].append({"url": "http://c.test/dict"})
     (job / FILE_NAME).write_bytes(codec.dumps(snapshot))
-    intact = json.loads(frontier["request"][5])["url"]
+    intact = frontier["page"][5][0]
 
     second = open_scheduler(str(job), feed)
     assert [p.page.url for p in second.state.frontier.pages()] == [intact]

@@ -12,7 +12,9 @@ from scrapy.http import HtmlResponse, Response, XmlResponse
 from scrapy.utils.test import get_crawler
 
 from scrapy_echo.crawler.downloadermw import EchoDownloaderMiddleware
+from scrapy_echo.crawler.link_collector import EchoLinkCollector
 from scrapy_echo.crawler.runtime import EchoRuntime
+from scrapy_echo.crawler.signals import page_found
 from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
 
 
@@ -42,6 +44,30 @@ def setup(**settings: Any) -> tuple[Any, EchoRuntime, Clock]:
     return crawler, runtime, clock
 
 
+class SpiderMiddlewares:
+    """ECHO's pair of spider middlewares, with nothing between them: ``handle_response`` is
+    a response's trip through both, and gives the requests of the new pages it revealed."""
+
+    def __init__(self, crawler: Any) -> None:
+        self.inner = EchoSpiderMiddleware.from_crawler(crawler)
+        self.outer = EchoLinkCollector.from_crawler(crawler)
+        self.found: list[Request] = []
+        crawler.signals.connect(self.page_found, signal=page_found)
+
+    def page_found(self, request: Request, **_: Any) -> None:
+        self.found.append(request)
+
+    def handle_response(self, response: Response) -> list[Request]:
+        self.found = []
+        out = list(
+            self.outer.process_spider_output(
+                response, self.inner.process_spider_output(response, [])
+            )
+        )
+        assert out == []  # (a probe never goes on to the scheduler)
+        return self.found
+
+
 def source_request(source: int, url: str = "http://news.test/") -> Request:
     return Request(url, meta={"echo": {"kind": "source", "source": source}})
 
@@ -57,7 +83,7 @@ def test_validators_are_kept_and_304_is_a_cheap_crawl() -> None:
     crawler, runtime, clock = setup()
     source = runtime.state.add_source("http://news.test/")
     mw = EchoDownloaderMiddleware.from_crawler(crawler)
-    spider_mw = EchoSpiderMiddleware.from_crawler(crawler)
+    spider_mw = SpiderMiddlewares(crawler)
     first = source_request(source)
     response = hub(first, [], ETag='"v1"', **{"Last-Modified": "Sun, 22 Nov 2026"})
     spider_mw.handle_response(mw.process_response(first, response))
@@ -111,7 +137,7 @@ def test_a_source_retired_after_its_failures_sends_the_signal_once() -> None:
 def test_an_unreadable_source_is_counted_each_time_and_logged_once(caplog) -> None:
     crawler, runtime, _ = setup()
     source = runtime.state.add_source("http://news.test/s.xml.gz")
-    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    mw = SpiderMiddlewares(crawler)
     with caplog.at_level("WARNING"):
         for at in (1.0, 2.0):
             request = source_request(source, "http://news.test/s.xml.gz")
@@ -126,7 +152,7 @@ def test_an_unreadable_source_is_counted_each_time_and_logged_once(caplog) -> No
 def test_source_response_yields_only_new_pages_with_midpoint_appearance() -> None:
     crawler, runtime, _ = setup(ECHO_BACKLOG="skip")
     source = runtime.state.add_source("http://news.test/")
-    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    mw = SpiderMiddlewares(crawler)
 
     def crawl(links: list[str], at: float) -> list[Request]:
         request = source_request(source)
@@ -147,7 +173,7 @@ def test_source_response_yields_only_new_pages_with_midpoint_appearance() -> Non
 def test_feed_pubdate_that_fits_the_window_is_the_appearance() -> None:
     crawler, runtime, _ = setup()
     source = runtime.state.add_source("http://news.test/feed.xml")
-    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    mw = SpiderMiddlewares(crawler)
 
     def feed(items: list[tuple[str, str]], at: float) -> list[Request]:
         body = "".join(f"<item><link>{u}</link><pubDate>{d}</pubDate></item>" for u, d in items)
@@ -171,7 +197,7 @@ def test_feed_pubdate_that_fits_the_window_is_the_appearance() -> None:
 def test_page_response_tells_the_learner_with_its_own_published_time() -> None:
     crawler, runtime, _ = setup()
     source = runtime.state.add_source("http://news.test/")
-    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    mw = SpiderMiddlewares(crawler)
     meta = {"kind": "page", "source": source, "source_url": "http://news.test/",
             "page": "http://news.test/a", "appeared": 150.0, "window": (100.0, 200.0),
             "discovered": 200.0, "fetched": 210.0}  # fmt: skip
@@ -194,7 +220,7 @@ def test_spider_may_name_its_page_callback() -> None:
     crawler, runtime, _ = setup()
     crawler.spider.echo_page_callback = "parse_article"
     source = runtime.state.add_source("http://news.test/")
-    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    mw = SpiderMiddlewares(crawler)
     for at, links in ((1.0, ["/a"]), (2.0, ["/a", "/b"])):
         request = source_request(source)
         request.meta["echo"]["fetched"] = at
@@ -213,7 +239,7 @@ def test_page_found_signal_for_each_new_page() -> None:
 
     crawler.signals.connect(on_page, signal=page_found)  # (held weakly: keep a name)
     source = runtime.state.add_source("http://news.test/")
-    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    mw = SpiderMiddlewares(crawler)
     for at, links in ((1.0, ["/a"]), (2.0, ["/a", "/b", "/c"])):
         request = source_request(source)
         request.meta["echo"]["fetched"] = at
@@ -231,7 +257,7 @@ def test_backlog_setting_decides_what_a_first_crawl_yields(backlog: str) -> None
     crawler, runtime, _ = setup(ECHO_BACKLOG=backlog)
     source = runtime.state.add_source("http://news.test/")
     runtime.state.add_source("http://news.test/world/")
-    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    mw = SpiderMiddlewares(crawler)
     request = source_request(source)
     request.meta["echo"]["fetched"] = 100.0
     # An article, and a link to another source (navigation): never a page.

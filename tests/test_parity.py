@@ -98,8 +98,7 @@ def live_decisions(trace: Trace, policy: str, **settings: Any) -> list[tuple[flo
                 source = echo["source"]
                 previous = runtime.state.sources[source].last_fetched
                 shown = web.shown(source, previous, now)
-                for page in runtime.observe(SourceFetched(request.url, now, shown)):
-                    assert scheduler.enqueue_request(page)
+                runtime.observe(SourceFetched(request.url, now, shown))  # (queues its pages)
                 continue
             page = web.page_ids[request.url]
             decisions.append((now, kind, request.url))

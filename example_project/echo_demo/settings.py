@@ -12,7 +12,10 @@ ADDONS = {"scrapy_echo.Addon": 0}
 # The same without the add-on:
 # SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"
 # DOWNLOADER_MIDDLEWARES = {"scrapy_echo.downloadermw.EchoDownloaderMiddleware": 60}
-# SPIDER_MIDDLEWARES = {"scrapy_echo.spidermw.EchoSpiderMiddleware": 950}
+# SPIDER_MIDDLEWARES = {
+#     "scrapy_echo.spidermw.EchoSpiderMiddleware": 950,
+#     "scrapy_echo.spidermw.EchoLinkCollector": 10,
+# }
 # EXTENSIONS = {"scrapy_echo.extension.EchoExtension": 500}
 
 ECHO_ENABLED = True

@@ -35,7 +35,7 @@ from scrapy_echo.core.events import (
 )
 from scrapy_echo.core.hosts import SourceHosts
 from scrapy_echo.core.identity import fold_scheme
-from scrapy_echo.core.pages import Dispatch, NewPage, pages_found
+from scrapy_echo.core.pages import Dispatch, NewPage, link_treatment, pages_found
 from scrapy_echo.core.seen import Housekeeping, run_inline
 from scrapy_echo.core.source_status import SourceStatus
 from scrapy_echo.core.state import CrawlState, fingerprint
@@ -265,11 +265,14 @@ class CrawlCore:
                 url for url, stated in event.links if stated is not None and stated >= state.started
             }
         dates = {url: when for url, when in event.links if when is not None}
-        found = state.source_crawled(source, event.t, urls, fresh, dates)
+        extras, refused = link_treatment(event.links, event.treated)
+        found = state.source_crawled(source, event.t, urls, fresh, dates, refused)
         if not found:
             return []
         fetched = status.last_fetched  # the fetch time, never before the previous one
-        return pages_found(event.links, found, source, status.url, previous, fetched, first=first)
+        return pages_found(
+            event.links, found, source, status.url, previous, fetched, first=first, extras=extras
+        )
 
     def site_weights(self) -> FloatArray | None:
         """Per source, the weight ``ECHO_SITE_WEIGHTS`` gives its host, else its site, else 1;
@@ -290,13 +293,10 @@ class CrawlCore:
         )
 
     # -- decisions ---------------------------------------------------------------------------
-    def queue(self, page: NewPage, payload: Hashable | None = None) -> None:
-        """Put a new page in the frontier: the page itself, or the ``payload`` a driver
-        keeps for it (the request a spider's middlewares made of it); either has its
-        ``url``."""
-        payload = page if payload is None else payload
+    def queue(self, page: NewPage) -> None:
+        """Put a new page in the frontier (each driver builds its request when it leaves)."""
         self.state.frontier.push(
-            page.source, payload, appeared=page.appeared, discovered=page.discovered
+            page.source, page, appeared=page.appeared, discovered=page.discovered
         )
 
     def choose(self, now: float, blocked: NDArray[np.bool_] | None = None) -> Decision | None:

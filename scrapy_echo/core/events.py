@@ -13,7 +13,10 @@ exactly these shapes, else raises :class:`InvalidEvent` naming what is wrong.
 ``e``      fields
 ========== ==================================================================================
 crawl      ``url``, ``t`` (fetch time), ``links`` (``[[url, published or null], ...]``),
-           ``etag``, ``lm`` (``Last-Modified``; both may be null)
+           ``etag``, ``lm`` (``Last-Modified``; both may be null); optional, when the links
+           passed the spider middlewares: ``xs`` (the distinct extras they added, each a JSON
+           object as text) and ``xi`` (per link, the index of its extras in ``xs``, or -1 if
+           a middleware dropped its request)
 304        ``url``, ``t``
 fail       ``url``, ``t``, ``why``
 blocked    ``url``, ``t`` (robots.txt forbids the source: no request was sent)
@@ -30,25 +33,32 @@ remove     ``url`` (a source to stop crawling)
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 _MAX_URL = 8192
 _MAX_TEXT = 1024
+_MAX_EXTRAS = 8192  # what the spider middlewares added to one link's request, as JSON text
 _MAX_TIME = 1e11  # seconds: the year 5138 (a simulated crawl counts from 0)
 MAX_ALIASES = 8  # a redirect chain and a canonical link; more is not one page
 
 
 @dataclass(frozen=True)
 class SourceFetched:
-    """A source answered with ``links`` (URL, publication time it states or ``None``)."""
+    """A source answered with ``links`` (URL, publication time it states or ``None``).
+
+    ``treated``: empty, or per link what Scrapy's spider middlewares made of its request:
+    the extras they added (:attr:`~scrapy_echo.core.pages.NewPage.extras`), or ``None`` if
+    one dropped it (the link is listed, never a page to fetch)."""
 
     url: str
     t: float
     links: tuple[tuple[str, float | None], ...]
     etag: str | None = None
     last_modified: str | None = None
+    treated: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,8 +152,17 @@ def to_json(event: Event) -> dict[str, Any]:
     """The JSON form of ``event`` (the table above)."""
     if isinstance(event, SourceFetched):
         links = [[url, published] for url, published in event.links]
-        return {"e": "crawl", "url": event.url, "t": event.t, "links": links,
-                "etag": event.etag, "lm": event.last_modified}  # fmt: skip
+        out = {"e": "crawl", "url": event.url, "t": event.t, "links": links,
+               "etag": event.etag, "lm": event.last_modified}  # fmt: skip
+        if event.treated:
+            # Most links of one response get the same extras: each distinct one is sent once.
+            distinct: dict[str, int] = {}
+            out["xi"] = [
+                -1 if extras is None else distinct.setdefault(extras, len(distinct))
+                for extras in event.treated
+            ]
+            out["xs"] = list(distinct)
+        return out
     if isinstance(event, SourceNotModified):
         return {"e": "304", "url": event.url, "t": event.t}
     if isinstance(event, SourceFailed):
@@ -185,6 +204,7 @@ def from_json(raw: Any) -> Event:
             tuple(_link(link) for link in links),
             _text(raw.get("etag"), "etag"),
             _text(raw.get("lm"), "lm"),
+            _treated(raw, len(links)),
         )
     if kind == "304":
         return SourceNotModified(_url(raw.get("url"), "url"), _time(raw.get("t"), "t"))
@@ -220,6 +240,27 @@ def _link(link: Any) -> tuple[str, float | None]:
     if not isinstance(link, list) or len(link) != 2:
         raise InvalidEvent("bad_field", "each link must be [url, published]")
     return _url(link[0], "link"), None if link[1] is None else _time(link[1], "published")
+
+
+def _treated(raw: dict[str, Any], links: int) -> tuple[str | None, ...]:
+    """A crawl event's ``xs`` and ``xi``, per link: its extras, or ``None`` (dropped)."""
+    if "xi" not in raw and "xs" not in raw:
+        return ()
+    distinct, index = raw.get("xs"), raw.get("xi")
+    if not isinstance(distinct, list) or not isinstance(index, list) or len(index) != links:
+        raise InvalidEvent("bad_field", "xi must be a list of one index per link, with xs")
+    for extras in distinct:
+        if not isinstance(extras, str) or len(extras) > _MAX_EXTRAS:
+            raise InvalidEvent("bad_field", f"each of xs must be text of {_MAX_EXTRAS} at most")
+        try:
+            parsed = json.loads(extras)
+        except (ValueError, RecursionError):
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise InvalidEvent("bad_field", f"each of xs must be a JSON object: {extras!r:.60}")
+    if not all(type(i) is int and -1 <= i < len(distinct) for i in index):
+        raise InvalidEvent("bad_field", "each of xi must be -1 or an index into xs")
+    return tuple(None if i < 0 else distinct[i] for i in index)
 
 
 def _flag(value: Any, name: str) -> bool:

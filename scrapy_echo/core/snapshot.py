@@ -4,8 +4,9 @@ The core's state is captured and restored here, and only here; a driver adds its
 (the plain lane's requests, feed positions, the events it applied) beside it. A snapshot is
 versioned plain data (numbers, strings, lists and numeric arrays, through
 :mod:`scrapy_echo.core.codec`: JSON, never pickle), built from each part's own ``to_data`` rather
-than from its attributes. Waiting pages are stored by the driver's request codec
-(:mod:`scrapy_echo.distributed.wire`).
+than from its attributes. Waiting pages are data (:meth:`NewPage.to_data
+<scrapy_echo.core.pages.NewPage.to_data>`); only the plain lane's requests, a driver's part, are
+stored by its request codec (:mod:`scrapy_echo.distributed.wire`).
 
 Before the first release a snapshot of another version is not read: :func:`read` raises a
 :class:`~scrapy_echo.core.codec.CodecError` that names the version it found. ``tests/data/`` keeps
@@ -14,7 +15,7 @@ a snapshot written by this version, and a test loads it.
 =============== ===========================================================================
 key             value
 =============== ===========================================================================
-format, version ``"scrapy-echo-state"``, ``3``
+format, version ``"scrapy-echo-state"``, ``4``
 saved_at        the crawl clock when saved
 sources         per field of :class:`~scrapy_echo.core.state.SourceStatus` (``url, etag,
                 last_modified, failures, last_fetched, crawls, new_links, ...``), its value for
@@ -28,8 +29,9 @@ aliases         ``[alias key, page key]`` pairs: a page's other URLs
 crawled_pages   new pages fetched
 learner         :meth:`SourceLearner.to_data
                 <scrapy_echo.model.estimation.learning.SourceLearner.to_data>`
-frontier        waiting new pages by field: ``source``, ``request``, ``appeared``,
-                ``discovered``, a list each
+frontier        waiting new pages by field: ``source``, ``page`` (:meth:`NewPage.to_data
+                <scrapy_echo.core.pages.NewPage.to_data>`), a list each, in the order they
+                leave
 signals         :meth:`SignalBook.to_data
                 <scrapy_echo.model.estimation.change_signals.SignalBook.to_data>`
 overlap         :meth:`OverlapBook.to_data
@@ -55,15 +57,14 @@ events_applied  :meth:`EventDedup.to_data <scrapy_echo.distributed.dedup.EventDe
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scrapy_echo.core import codec
 from scrapy_echo.core.collector import collector_paused
+from scrapy_echo.core.pages import NewPage
 from scrapy_echo.core.seen import FingerprintSet, Remembered
 from scrapy_echo.core.state import STATUS_FIELDS, CrawlState, SourceStatus
 from scrapy_echo.model.estimation.change_signals import SignalBook
@@ -79,8 +80,8 @@ if TYPE_CHECKING:
     from scrapy_echo.model.decisions.policies import Policy
 
 FORMAT = "scrapy-echo-state"
-VERSION = 3
-_FRONTIER_FIELDS = ("source", "request", "appeared", "discovered")
+VERSION = 4
+_FRONTIER_FIELDS = ("source", "page")
 
 
 class Captured:
@@ -99,7 +100,7 @@ class Captured:
 
     @property
     def skipped(self) -> int:
-        """Waiting requests that could not be stored as data (known once encoded)."""
+        """Plain requests that could not be stored as data (known once encoded)."""
         return self._requests.failed
 
     def chunks(self) -> Iterator[str]:
@@ -138,13 +139,11 @@ def capture(
     copied where it changes: cheap enough for the reactor (the fingerprint sets close their
     young parts instead of copying them; only the sources changed since the last capture are
     copied again; docs/monitor.rst, "Bounded state"), and encoded by :meth:`Captured.chunks`
-    on any thread.
-
-    The waiting requests are encoded there too: a waiting request is never changed, and one
-    the crawl takes meanwhile (its middlewares may change it) was waiting when captured."""
+    on any thread (a waiting page is never changed; the plain lane's requests are encoded
+    there too, and one the crawl takes meanwhile was waiting when captured)."""
     state = core.state
     stored = _Counted(_retried(encode))
-    waiting = [(w.source, w.page, w.appeared, w.discovered) for w in state.frontier.pages()]
+    waiting = [(w.source, w.page) for w in state.frontier.pages()]
     plain = list(plain)
     seen, fetched = _once(state.seen.capture(now)), _once(state.fetched.capture(now))
     for job in state.housekeeping(now):  # (captures close young sets: merge them in time)
@@ -169,7 +168,7 @@ def capture(
     built = {
         "sources": lambda: _source_table(rows),
         "learner": state.learner.captured(),
-        "frontier": lambda: _frontier_table(waiting, stored),
+        "frontier": lambda: _frontier_table(waiting),
         "plain": lambda: [p for p in map(stored, plain) if p is not None],
         "seen": lambda: seen().keys,
         "seen_times": lambda: seen().stamps,
@@ -183,7 +182,7 @@ def dump(
     core: CrawlCore, now: float, encode: Callable[[Any], str], plain: Iterable[Any] = ()
 ) -> tuple[bytes, int]:
     """The core's state (and ``plain`` requests) as bytes, here and now, and how many
-    waiting requests could not be stored as data (``encode`` raised ``ValueError``)."""
+    plain requests could not be stored as data (``encode`` raised ``ValueError``)."""
     captured = capture(core, now, encode, plain)
     return captured.to_bytes(), captured.skipped
 
@@ -255,37 +254,30 @@ def _source_table(rows: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
     return {name: list(values) for name, values in zip(STATUS_FIELDS, columns, strict=True)}
 
 
-def _frontier_table(
-    waiting: list[tuple[int, Any, float, float]], stored: _Counted
-) -> dict[str, list[Any]]:
-    """The waiting pages by field (no list per page: see ``sources``)."""
-    table: dict[str, list[Any]] = {name: [] for name in _FRONTIER_FIELDS}
-    columns = [table[name] for name in _FRONTIER_FIELDS]
-    for source, request, appeared, discovered in waiting:
-        payload = stored(request)
-        if payload is not None:
-            for column, value in zip(columns, (source, payload, appeared, discovered), strict=True):
-                column.append(value)
-    return table
+def _frontier_table(waiting: list[tuple[int, Any]]) -> dict[str, list[Any]]:
+    """The waiting pages by field."""
+    return {
+        "source": [source for source, _ in waiting],
+        "page": [page.to_data() for _, page in waiting],
+    }
 
 
 def _frontier_rows(frontier: Any) -> list[Sequence[Any]]:
-    """``[source, request, appeared, discovered]`` per waiting page."""
+    """``[source, page]`` per waiting page."""
     columns = [frontier[name] for name in _FRONTIER_FIELDS]
     if len({len(column) for column in columns}) > 1:
         raise ValueError("frontier fields of different lengths")
     return list(zip(*columns, strict=True))
 
 
-def _whole(row: Any, sources: int) -> bool:
-    """Whether a waiting page's row is whole: one of the ``sources`` and finite times."""
-    if not isinstance(row, Sequence) or len(row) != 4:
-        return False
-    source, times = row[0], (row[2], row[3])
+def _waiting_page(row: Any, sources: int) -> NewPage:
+    """The waiting page a frontier row holds; ``ValueError`` if it is damaged."""
+    source, data = row
     if isinstance(source, bool) or not isinstance(source, int | np.integer):
-        return False
-    real = all(isinstance(t, Real) and not isinstance(t, bool) and math.isfinite(t) for t in times)
-    return real and 0 <= int(source) < sources
+        raise ValueError(f"a waiting page of source {source!r:.20}")
+    if not 0 <= int(source) < sources:
+        raise ValueError(f"a waiting page of source {source}, of {sources}")
+    return NewPage.from_data(int(source), data)
 
 
 def _source_rows(sources: Any) -> list[dict[str, Any]]:
@@ -304,11 +296,12 @@ def restore(
     policy: Policy | None = None,
 ) -> tuple[CrawlState, list[Any], int]:
     """A new state from a :func:`read` snapshot, the plain lane's requests, and how many
-    stored requests were skipped (``decode`` refused them, ``ValueError``, or their row was
-    damaged); ``policy`` (fresh, for the new core) takes what the saved one kept, if it is of
-    the same name (a crawl resumed under another policy starts that one afresh). Runs on any
-    thread: it touches nothing but what it builds. ``CodecError`` if the snapshot does not
-    fit. (A driver's own parts, such as ``feeds``, are its to read.)"""
+    stored requests and pages were skipped (``decode`` refused a request, ``ValueError``, or
+    a page's row was damaged); ``policy`` (fresh, for the new core) takes what the saved
+    one kept, if it is of the same name (a crawl resumed under another policy starts that
+    one afresh). Runs on any thread: it touches nothing but what it builds. ``CodecError``
+    if the snapshot does not fit. (A driver's own parts, such as ``feeds``, are its to
+    read.)"""
     request = _Counted(decode)
     try:
         saved_policy = snapshot["policy"]
@@ -341,13 +334,14 @@ def restore(
         state.refresh = _refresh_lane(snapshot["refresh"], state.refresh)
         state.profile = WeekProfile.from_data(snapshot["profile"])
         for row in snapshot["frontier"]:  # (rows: see read)
-            if not _whole(row, len(state.sources)):
+            try:
+                page = _waiting_page(row, len(state.sources))
+            except ValueError:
                 request.failed += 1  # (one damaged page must not cost the whole state)
                 continue
-            source, payload, appeared, discovered = row
-            page = request(payload)
-            if page is not None:
-                state.frontier.push(source, page, appeared=appeared, discovered=discovered)
+            state.frontier.push(
+                page.source, page, appeared=page.appeared, discovered=page.discovered
+            )
         plain = [r for r in map(request, snapshot.get("plain", [])) if r is not None]
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise codec.CodecError(f"malformed snapshot: {exc!r:.200}") from None

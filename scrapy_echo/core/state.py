@@ -197,17 +197,21 @@ class CrawlState:
         links: list[str],
         fresh: set[str] | None = None,
         stated: dict[str, float] | None = None,
+        refused: set[str] | None = None,
     ) -> list[str]:
         """Record a crawl of ``source`` that showed ``links`` (clean URLs); returns the new
         ones: those whose key no source showed before, nor names a fetched page or a source.
         The first crawl of a source only records what is there, but for the ``fresh``
-        links. ``stated``: the publication times the listing states, by link."""
+        links. ``stated``: the publication times the listing states, by link. ``refused``:
+        links the spider middlewares dropped: seen, never pages, not counted in the yield."""
         status = self.sources[source]
         self.changed_sources.add(source)
         first = status.crawls == 0
         previous = status.last_fetched
         fetched = self._fetch_time(status, fetched)
         new, overflowed = self._new_links(links, fetched, source, first) if links else ([], False)
+        if refused:
+            new = [link for link in new if link not in refused]
         if first:
             new = [link for link in new if link in fresh] if fresh else []
         status.new_links += len(new)

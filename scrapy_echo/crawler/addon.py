@@ -28,7 +28,10 @@ class Addon:
 
         SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"
         DOWNLOADER_MIDDLEWARES = {"scrapy_echo.downloadermw.EchoDownloaderMiddleware": 60}
-        SPIDER_MIDDLEWARES = {"scrapy_echo.spidermw.EchoSpiderMiddleware": 950}
+        SPIDER_MIDDLEWARES = {
+            "scrapy_echo.spidermw.EchoSpiderMiddleware": 950,
+            "scrapy_echo.spidermw.EchoLinkCollector": 10,
+        }
         EXTENSIONS = {"scrapy_echo.extension.EchoExtension": 500}
     """
 
@@ -37,6 +40,7 @@ class Addon:
             return  # a scheduler cannot be switched off later: leave Scrapy's in place
         from scrapy_echo.crawler.downloadermw import EchoDownloaderMiddleware
         from scrapy_echo.crawler.extension import EchoExtension
+        from scrapy_echo.crawler.link_collector import ORDER, EchoLinkCollector
         from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
 
         scheduler = (
@@ -51,6 +55,9 @@ class Addon:
         )
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", EchoSpiderMiddleware, 950
+        )
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", EchoLinkCollector, ORDER
         )
         settings.setdefault_in_component_priority_dict("EXTENSIONS", EchoExtension, 500)
 

@@ -1,5 +1,6 @@
 """Where ECHO's own requests go: a source's response when the spider has no
-``parse_source``, and new pages (checked when the crawl starts)."""
+``parse_source``, and new pages, through the pair of spider middlewares that finds them
+(both checked when the crawl starts)."""
 
 from __future__ import annotations
 
@@ -35,4 +36,34 @@ def check_page_callback(runtime: EchoRuntime) -> None:
         )
 
 
-__all__ = ["check_page_callback", "source_seen"]
+def check_link_middlewares(runtime: EchoRuntime) -> None:
+    """``ValueError`` unless ECHO's spider middleware has its link collector outside it in
+    ``SPIDER_MIDDLEWARES``: without it no source's links become pages, and no request is
+    ever marked done."""
+    from scrapy.utils.misc import load_object
+
+    from scrapy_echo.crawler.link_collector import EchoLinkCollector
+    from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
+
+    orders: dict[type, float] = {}
+    for path, order in runtime.crawler.settings.getwithbase("SPIDER_MIDDLEWARES").items():
+        if order is None:
+            continue
+        try:
+            cls = load_object(path) if isinstance(path, str) else path
+        except (ImportError, NameError, ValueError, AttributeError):
+            continue  # (Scrapy names a broken path itself)
+        for ours in (EchoSpiderMiddleware, EchoLinkCollector):
+            if isinstance(cls, type) and issubclass(cls, ours):
+                orders[ours] = float(order)
+    inner, outer = orders.get(EchoSpiderMiddleware), orders.get(EchoLinkCollector)
+    if inner is None or outer is None or outer >= inner:
+        raise ValueError(
+            "ECHO needs both its spider middlewares, the link collector outside the other: "
+            'SPIDER_MIDDLEWARES = {"scrapy_echo.spidermw.EchoSpiderMiddleware": 950, '
+            '"scrapy_echo.spidermw.EchoLinkCollector": 10} (the add-on sets both); found '
+            f"EchoSpiderMiddleware at {inner}, EchoLinkCollector at {outer}"
+        )
+
+
+__all__ = ["check_link_middlewares", "check_page_callback", "source_seen"]

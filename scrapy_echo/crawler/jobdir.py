@@ -12,8 +12,9 @@ one: a ``kill -9`` leaves the previous checkpoint whole, so it loses at most one
 A checkpoint that cannot be read at all is moved aside (``echo-state.json.unreadable-<time>``)
 and the crawl starts afresh, with an error in the log; a saved request that no longer fits the
 spider (a renamed callback, a damaged entry) is skipped, counted and logged once per reason,
-and the rest is restored. A waiting page whose callback is gone goes to this run's page
-callback instead: its link is seen, nothing else would fetch it. A checkpoint of another
+and the rest is restored. A waiting page is data: its request, built when it leaves, goes to
+this run's page callback; so does a page in flight whose callback is gone (its link is seen,
+nothing else would fetch it). A checkpoint of another
 format version (an earlier build's) is moved aside the same way, the error naming its version.
 """
 
@@ -250,7 +251,7 @@ class Checkpointer:
 
 class SavedRequests:
     """The decoder of a checkpoint's saved requests: ``decode``, with every refusal counted
-    by reason, and a waiting page whose callback the spider no longer has sent to
+    by reason, and a page in flight whose callback the spider no longer has sent to
     ``page_callback`` (this run's): its link is seen, so nothing else would fetch it."""
 
     def __init__(self, decode: Callable[[Any], Request], page_callback: str | None) -> None:
@@ -304,7 +305,7 @@ class SavedRequests:
                 stats.inc_value(f"echo/jobdir/unrestored_requests/{kind}", count)
         for callback, count in self.moved.items():
             logger.warning(
-                "ECHO checkpoint %s: %d waiting pages name callback %r, no longer a spider "
+                "ECHO checkpoint %s: %d pages in flight name callback %r, no longer a spider "
                 "method; they go to %r, this run's page callback",
                 path,
                 count,

@@ -23,6 +23,8 @@ from scrapy_echo.core.events import (
 )
 from scrapy_echo.core.pages import NewPage
 from scrapy_echo.core.seen import Housekeeping
+from scrapy_echo.crawler.echo_requests import page_request
+from scrapy_echo.crawler.link_batch import LinkBatch
 from scrapy_echo.crawler.settings import EchoConfig
 from scrapy_echo.crawler.signals import page_found, source_retired
 from scrapy_echo.crawler.throughput import LaneShare, Throughput
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# Scrapy's own scheduler stats, kept for dashboards built on them.
+_SCRAPY_ENQUEUED = ("scheduler/enqueued", "scheduler/enqueued/memory")
 # Budget for the first plan, before any throughput is measured, when ECHO_CRAWL_RATE is unset.
 _UNMEASURED_RATE = 1.0
 
@@ -66,6 +70,8 @@ class EchoRuntime:
         self.feeds: list[ClickFeedReader] = []  # the extension's file readers
         self.signal_intake = SignalIntake(self)  # change-indicating signals, however they come
         self._invalid_kinds_logged: set[str] = set()
+        # By id of a source response, its links on their way through the spider middlewares.
+        self.link_batches: dict[int, LinkBatch] = {}
         self._wake_warned = False
         # Distributed mode (:mod:`scrapy_echo.distributed`) sets these: events then travel to
         # the worker that holds the state, and each leased request is acknowledged when done.
@@ -161,14 +167,37 @@ class EchoRuntime:
 
         deferToThread(job.work).addCallbacks(done, failed)
 
-    def observe(self, event: Event) -> list[Request]:
-        """Apply what a middleware saw; the requests for the new pages it revealed. In
-        distributed mode the event is sent on instead, and its new pages are queued by the
-        worker that applies it."""
+    def observe(self, event: Event) -> None:
+        """Apply what a middleware saw, and queue the new pages it revealed. In distributed
+        mode the event is sent on instead, to the worker that applies it."""
         if self.transport is not None:
             self.transport(event)
-            return []
-        return [self.page_request(page) for page in self.apply(event)]
+            return
+        self.found(self.apply(event))
+
+    def found(self, pages: list[NewPage]) -> None:
+        """Queue new ``pages`` in the core; :data:`~scrapy_echo.crawler.signals.page_found`
+        for each."""
+        if not pages:
+            return
+        callback = self.page_callback()
+        spider = self.crawler.spider
+        for page in pages:
+            self.core.queue(page)
+            self.crawler.signals.send_catch_log(
+                signal=page_found,
+                request=page_request(page, callback),
+                source=page.source_url,
+                spider=spider,
+            )
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.inc_value("echo/pages/new", len(pages))
+            if self.transport is None:  # queued in this process's scheduler: enqueued there
+                for key in ("echo/scheduler/enqueued/page", *_SCRAPY_ENQUEUED):
+                    stats.inc_value(key, len(pages))
+        if self.config.debug:
+            logger.debug("ECHO %d new pages on %s", len(pages), pages[0].source_url)
 
     def apply(self, event: Event) -> list[NewPage]:
         """Hand ``event`` to the core; click rows are checked (and bad ones counted) here."""
@@ -224,17 +253,6 @@ class EchoRuntime:
         """``request`` has been processed (its response, or its final failure)."""
         if self.on_done is not None and request is not None:
             self.on_done(request)
-
-    def page_request(self, page: NewPage) -> Request:
-        """The request for a new page, to :meth:`page_callback`; sends
-        :data:`~scrapy_echo.crawler.signals.page_found`."""
-        from scrapy import Request
-
-        request = Request(page.url, callback=self.page_callback(), meta={"echo": page.meta()})
-        self.crawler.signals.send_catch_log(
-            signal=page_found, request=request, source=page.source_url, spider=self.crawler.spider
-        )
-        return request
 
     def page_callback(self) -> Callable[..., Any]:
         """The spider method new pages go to: its ``echo_page_callback`` (a method or its

@@ -27,8 +27,18 @@ from twisted.internet.task import LoopingCall
 from scrapy_echo.core.events import SourceAdded
 from scrapy_echo.core.pages import Dispatch, NewPage
 from scrapy_echo.crawler.busy_slots import BusySlots
-from scrapy_echo.crawler.callbacks import check_page_callback, source_seen
-from scrapy_echo.crawler.echo_requests import refresh_request, source_request
+from scrapy_echo.crawler.callbacks import (
+    check_link_middlewares,
+    check_page_callback,
+    source_seen,
+)
+from scrapy_echo.crawler.echo_requests import (
+    extras_of,
+    landed_on_fetched,
+    page_request,
+    refresh_request,
+    source_request,
+)
 from scrapy_echo.crawler.jobdir import Checkpointer
 from scrapy_echo.crawler.politeness import Politeness
 from scrapy_echo.crawler.runtime import EchoComponent, EchoRuntime
@@ -91,6 +101,7 @@ class EchoScheduler(EchoComponent):
     def open(self, spider: Spider) -> None:
         self.attach(spider)
         check_page_callback(self.runtime)
+        check_link_middlewares(self.runtime)
         self.dupefilter.open()
         restored = self.checkpointer.restore(spider)
         own = read_sources(getattr(spider, "echo_sources", ()))
@@ -143,21 +154,22 @@ class EchoScheduler(EchoComponent):
 
     def _enqueue(self, request: Request) -> bool:
         echo = request.meta.get("echo")
+        if landed_on_fetched(request, self.state):
+            self.inc_stat("echo/pages/duplicate_skipped")
+            return False
         if (
             isinstance(echo, dict)
             and echo.get("kind") == "page"
             and request.meta.get("redirect_urls")
         ):
-            # A page that redirected: if it landed on a page fetched under another URL, it is
-            # that page, fetched already; else finish it first, like a source's redirect.
-            if self.state.already_fetched(request.url):
-                self.inc_stat("echo/pages/duplicate_skipped")
-                return False
+            # A page that redirected: finish it first, like a source's redirect.
             self.plain.appendleft(request)
             self.inc_stat("echo/scheduler/enqueued/page_followup")
             return True
         if isinstance(echo, dict) and echo.get("kind") == "page":
-            self.runtime.core.queue(NewPage.from_meta(echo, request.url), request)
+            # (A page's retry: it waits again in the frontier, with what its request carries.)
+            extras, _ = extras_of(request)
+            self.runtime.core.queue(NewPage.from_meta(echo, request.url, extras))
             self.inc_stat("echo/scheduler/enqueued/page")
             return True
         if isinstance(echo, dict) and echo.get("kind") in ("source", "refresh"):
@@ -205,8 +217,7 @@ class EchoScheduler(EchoComponent):
         """Apply what changed in the sources file and the commands left in the JOBDIR
         (:mod:`scrapy_echo.inputs.source_control`)."""
         for event in source_control.poll(self._sources_file, self._jobdir, self.inc_stat):
-            for request in self.runtime.observe(event):
-                self.enqueue_request(request)
+            self.runtime.observe(event)
 
     def refund(self) -> None:
         """A request handed over was never sent (robots.txt forbade it): its budget slot
@@ -333,7 +344,8 @@ class EchoScheduler(EchoComponent):
 
     def _request_for(self, dispatched: Dispatch) -> Request:
         if dispatched.page is not None:
-            return dispatched.page.page  # type: ignore[return-value]
+            page: NewPage = dispatched.page.page  # type: ignore[assignment]
+            return page_request(page, self.runtime.page_callback())
         source = dispatched.source
         return source_request(self.state.sources[source], source, self._source_callback)
 

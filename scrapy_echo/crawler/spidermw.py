@@ -1,17 +1,18 @@
-"""Spider middleware: new pages out of source responses, and the crawl of each new page.
+"""Spider middleware: the links of source responses, and the crawl of each new page.
 
-On a source response it takes the source's outlinks (:mod:`scrapy_echo.sources.outlinks`),
-keeps those never seen before, records the crawl's yield for ``λ``, and sends a request for
-each new page, tagged with its source and estimated appearance time: the midpoint of the
-source's last two crawls, or the time the source itself states (a feed's ``pubDate``) when it
-falls in that window. On a new page's response it tells the learner the page was crawled, with
-the page's own published time when it states one that fits. The spider's callbacks still get
-every response.
+On a source response it takes the source's outlinks (:mod:`scrapy_echo.sources.outlinks`) and
+yields a probe request for each. It sits at 950, next to the spider, so the probes pass
+through Scrapy's own middlewares (depth, referer, URL length) and the project's, as the
+spider's requests do; :mod:`scrapy_echo.crawler.link_collector`, at the far end, gathers what
+they made of them into the crawl's event. The core then keeps the links never seen before,
+records the crawl's yield for ``λ``, and queues each new page, tagged with its source and
+estimated appearance time: the midpoint of the source's last two crawls, or the time the
+source itself states (a feed's ``pubDate``) when it falls in that window. On a new page's
+response it tells the learner the page was crawled, with the page's own published time when
+it states one that fits. The spider's callbacks still get every response.
 
 New pages go to the spider's ``parse`` unless the spider names another callback in
 ``echo_page_callback``; a spider may also set ``echo_link_extractor`` (a ``LinkExtractor``).
-It sits at 950, next to the spider, so the new page requests pass through Scrapy's own
-middlewares (depth, referer, URL length) like the spider's requests do.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.http import TextResponse
 
-from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded, SourceFetched
+from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded
 from scrapy_echo.core.identity import fold_scheme
+from scrapy_echo.crawler.echo_requests import link_request
+from scrapy_echo.crawler.link_batch import LinkBatch
 from scrapy_echo.crawler.runtime import EchoComponent
 from scrapy_echo.inputs.signalfeed import SignalRow
 from scrapy_echo.model.refetch.content import digest
@@ -48,10 +51,10 @@ class EchoSpiderMiddleware(EchoComponent):
         self._unreadable_logged = set()
         self._last_dates: dict[str, float] = {}  # per source URL, the latest date it was given
 
+    # (The link collector, last in the chain, marks each response done.)
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         yield from self.handle_response(response)
         yield from result
-        self.runtime.done(response.request)
 
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any]
@@ -60,14 +63,9 @@ class EchoSpiderMiddleware(EchoComponent):
             yield request
         async for item in result:
             yield item
-        self.runtime.done(response.request)
-
-    def process_spider_exception(self, response: Response, exception: Exception) -> None:
-        # The response is handled (the spider failed on it, or Scrapy filtered it out).
-        self.runtime.done(response.request)
 
     def handle_response(self, response: Response) -> list[Request]:
-        """Record what ``response`` tells ECHO; the new page requests it yields."""
+        """Record what ``response`` tells ECHO; the probes for a source's links."""
         echo = response.meta.get("echo")
         if not isinstance(echo, dict):
             return []
@@ -99,20 +97,16 @@ class EchoSpiderMiddleware(EchoComponent):
         if content.sources:
             self.inc_stat("echo/sources/found", len(content.sources))
         self._dates_moved(content)
-        event = SourceFetched(
+        batch = LinkBatch(
             str(echo.get("url", response.url)),
             float(echo.get("fetched", self.runtime.clock())),
-            tuple((link.url, link.published) for link in content.links),
+            [(link.url, link.published) for link in content.links],
             echo.get("etag"),
             echo.get("lm"),
         )
-        requests = self.runtime.observe(event)
-        self.inc_stat("echo/sources/crawled")
-        if requests:
-            self.inc_stat("echo/pages/new", len(requests))
-            if config.debug:
-                logger.debug("ECHO %d new pages on %s", len(requests), response.url)
-        return requests
+        self.runtime.link_batches[id(response)] = batch  # (the collector sends its event)
+        callback = self.runtime.page_callback()
+        return [link_request(url, i, callback) for i, (url, _) in enumerate(batch.links)]
 
     def _dates_moved(self, content: SourceContent) -> None:
         """The change signals a source response carries itself: a sitemap index's ``lastmod``

@@ -294,8 +294,7 @@ class Planner:
             except Exception as exc:  # well formed, yet the state cannot take it: skip it
                 self.scheduler.count_rejected("event_failed", message=f"{event_id}: {exc!r}")
                 continue
-            for page in pages:
-                self.runtime.core.queue(page, self.runtime.page_request(page))
+            self.runtime.found(pages)
         pushed = []
         for raw in sources:
             try:
@@ -389,7 +388,7 @@ class Planner:
 
     def snapshot(self, now: float) -> tuple[snapshots.Captured, str]:
         """The state captured now (cheap), to encode and save off the reactor, and the last
-        event it includes. (Its unencodable requests are counted once it is encoded.)"""
+        event it includes. (The planner keeps no plain lane: its waiting pages are data.)"""
         self._saved_at = now
         mine = {"events_applied": self.dedup.to_data(), "feeds": self.runtime.feed_state()}
         core, clock = self.runtime.core, self.runtime.clock

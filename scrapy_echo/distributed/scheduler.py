@@ -36,7 +36,8 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo.core.events import Event, SourceAdded, SourceFetched, to_json
-from scrapy_echo.crawler.callbacks import check_page_callback
+from scrapy_echo.crawler.callbacks import check_link_middlewares, check_page_callback
+from scrapy_echo.crawler.echo_requests import landed_on_fetched
 from scrapy_echo.crawler.runtime import EchoComponent
 from scrapy_echo.crawler.scheduler import EchoScheduler
 from scrapy_echo.crawler.settings import read_sources
@@ -126,6 +127,7 @@ class DistributedScheduler(EchoComponent):
     def open(self, spider: Spider) -> None:
         self.local.attach(spider)
         check_page_callback(self.runtime)
+        check_link_middlewares(self.runtime)
         self.store = RedisStore(
             self.client, key_base(self.runtime.config.redis_key_prefix, spider.name)
         )
@@ -200,7 +202,14 @@ class DistributedScheduler(EchoComponent):
     def _enqueue(self, request: Request) -> bool:
         echo = request.meta.get("echo")
         if isinstance(echo, dict) or "echo_lease" in request.meta:
-            # A redirect or retry of a leased request: finish it here, under the same lease.
+            # A redirect or retry of a leased request: finish it here, under the same lease;
+            # but a page that redirected to one fetched under another URL is that page,
+            # fetched already (known where the state is; elsewhere its report's aliases tell
+            # the planner it is one page).
+            if self.runtime.holds_state and landed_on_fetched(request, self.state):
+                self.inc_stat("echo/pages/duplicate_skipped")
+                self._done(request)
+                return False
             self.followups.append(request)
             return True
         if request.meta.get("echo_source"):

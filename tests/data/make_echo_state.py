@@ -1,5 +1,5 @@
-"""Writes ``echo-state-v3.json``: the checkpoint ``tests/test_jobdir.py`` loads to check that
-this build reads its own format version. Run from the repository root when the format version
+"""Writes ``echo-state-v<VERSION>.json``: the checkpoint ``tests/test_jobdir.py`` loads to check
+that this build reads its own format version. Run from the repository root when the format version
 changes: ``python tests/data/make_echo_state.py``."""
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ def main() -> None:
         feed.write_text('{"url": "http://a.test/x", "ts": 970, "clicks": 3}\n')
         scheduler = open_scheduler(str(Path(tmp) / "job"), str(feed))
         runtime, state = scheduler.runtime, scheduler.state
-        for request in runtime.observe(SourceFetched("http://a.test/", 900.0, ())):
-            scheduler.enqueue_request(request)
+        runtime.observe(SourceFetched("http://a.test/", 900.0, ()))
         shown = (("http://a.test/x", None), ("http://a.test/y", None))
-        for request in runtime.observe(SourceFetched("http://a.test/", 950.0, shown)):
-            scheduler.enqueue_request(request)
+        # What the spider middlewares added to the links' requests goes with their pages.
+        added = '{"headers": {"Referer": ["http://a.test/"]}, "meta": {"depth": 1}}'
+        runtime.observe(SourceFetched("http://a.test/", 950.0, shown, None, None, (added,) * 2))
         state.frontier.pop(0)  # x is under way, then fetched
         runtime.observe(PageFetched("http://a.test/x", "http://a.test/", 925.0, 960.0))
         state.sources[1].etag = '"v7"'

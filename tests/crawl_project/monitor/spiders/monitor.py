@@ -11,6 +11,8 @@ from typing import Any
 
 import scrapy
 
+from monitor.middlewares import refused
+
 
 class MonitorSpider(scrapy.Spider):
     name = "monitor"
@@ -27,7 +29,22 @@ class MonitorSpider(scrapy.Spider):
     def parse(self, response: scrapy.http.Response) -> Any:
         if response.meta.get("echo_refresh"):  # the refresh lane's refetch of a page
             self.crawler.stats.inc_value("monitor/refreshed")
+        else:
+            self._count_treatment(response)
         yield {"url": response.url, "title": response.css("h1::text").get()}
+
+    def _count_treatment(self, response: scrapy.http.Response) -> None:
+        """What the spider middlewares did to this new page's request (DropSomeLinks, the
+        project's own, when enabled; Scrapy's depth and referer ones)."""
+        stats = self.crawler.stats
+        if refused(response.url):
+            stats.inc_value("monitor/refused_fetched")
+        if response.meta.get("tag") == "kept":
+            stats.inc_value("monitor/tagged")
+        stats.inc_value(f"monitor/depth/{response.meta.get('depth')}")
+        referer = response.request.headers.get("Referer", b"").decode()
+        if referer and referer == response.meta["echo"]["source_url"]:
+            stats.inc_value("monitor/referer_is_source")
 
     def closed(self, reason: str) -> None:
         if self.stats_out:
