@@ -1,9 +1,11 @@
-"""Scheduler overhead: ECHO's scheduler against Scrapy's default one, on the same requests.
+"""Scheduler overhead: ECHO's scheduler against Scrapy's default one, on the same pages.
 
-Prints, for 100,000 requests (new pages spread over 1,000 sources, as the spider middleware
-hands them over), the enqueue+dequeue throughput of each scheduler and their ratio (the target:
-ECHO at least half of Scrapy's default), then the spider middleware's cost per source response
-with 300 links (10 of them new each time). Medians of several rounds; the machine is noisy.
+Prints, for 100,000 new pages spread over 1,000 sources (requests for Scrapy's scheduler, pages
+as the core queues them for ECHO's), the enqueue+dequeue throughput of each scheduler and their
+ratio (the target: ECHO at least half of Scrapy's default), then the spider middlewares' cost
+per source response with 300 links (10 of them new each time): ECHO's pair, with Scrapy's
+depth, URL length and referer middlewares between them as in a crawl (each new link passes
+them as a probe). Medians of several rounds; the machine is noisy.
 
 Run: python benchmarks/bench_scheduler.py [--requests 100000] [--sources 1000] [--rounds 5]
 """
@@ -20,8 +22,13 @@ from scrapy import Request
 from scrapy.core.scheduler import Scheduler
 from scrapy.http import HtmlResponse
 from scrapy.linkextractors import LinkExtractor
+from scrapy.spidermiddlewares.depth import DepthMiddleware
+from scrapy.spidermiddlewares.referer import RefererMiddleware
+from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.utils.test import get_crawler
 
+from scrapy_echo.core.pages import NewPage
+from scrapy_echo.crawler.link_collector import EchoLinkCollector
 from scrapy_echo.crawler.runtime import EchoRuntime
 from scrapy_echo.crawler.scheduler import EchoScheduler
 from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
@@ -73,8 +80,14 @@ def time_default(requests: list[Request]) -> float:
     return elapsed
 
 
-def time_echo(requests: list[Request], sources: int) -> float:
-    crawler = crawler_with_spider({"ADDONS": {"scrapy_echo.Addon": 0}})
+def new_pages(requests: list[Request]) -> list[NewPage]:
+    """The same pages as the core finds them (the link collector queues these)."""
+    return [NewPage.from_meta(r.meta["echo"], r.url) for r in requests]
+
+
+def time_echo(pages: list[NewPage], sources: int) -> float:
+    # (Politeness off: no download finishes here, so every host would stay busy.)
+    crawler = crawler_with_spider({"ADDONS": {"scrapy_echo.Addon": 0}, "ECHO_POLITENESS": False})
     runtime = EchoRuntime.of(crawler)
     for i in range(sources):
         runtime.state.add_source(f"http://hub{i}.test/")
@@ -83,26 +96,39 @@ def time_echo(requests: list[Request], sources: int) -> float:
     runtime.clock = lambda: 1002.0
     scheduler.open(crawler.spider)
     started = time.perf_counter()
-    for request in requests:
-        scheduler.enqueue_request(request)
+    runtime.found(pages)
     served = 0
     while len(scheduler) and scheduler.next_request() is not None:
         served += 1
     elapsed = time.perf_counter() - started
     scheduler.close("finished")
-    if served < len(requests):
-        print(f"  (ECHO served {served:,} of {len(requests):,}: the rest were not worth a crawl)")
+    if served < len(pages):
+        print(f"  (ECHO served {served:,} of {len(pages):,}: the rest were not worth a crawl)")
     return elapsed
 
 
 def time_spider_middleware(rounds: int, links: int = 300, new: int = 10) -> tuple[float, float]:
-    """Median seconds per source response: the whole middleware, and Scrapy's
-    ``LinkExtractor`` alone on the same response (the baseline it builds on)."""
+    """Median seconds per source response: through ECHO's spider middlewares and Scrapy's
+    between them (the new pages queued), and Scrapy's ``LinkExtractor`` alone on the same
+    response (the baseline it builds on)."""
     extractor = LinkExtractor(unique=True)
     crawler = crawler_with_spider({"ADDONS": {"scrapy_echo.Addon": 0}})
     runtime = EchoRuntime.of(crawler)
     source = runtime.state.add_source("http://hub.test/")
-    middleware = EchoSpiderMiddleware.from_crawler(crawler)
+    chain = [  # from the spider out, as Scrapy calls them
+        EchoSpiderMiddleware.from_crawler(crawler),
+        DepthMiddleware.from_crawler(crawler),
+        UrlLengthMiddleware.from_crawler(crawler),
+        RefererMiddleware.from_crawler(crawler),
+        EchoLinkCollector.from_crawler(crawler),
+    ]
+
+    def through_middlewares(response: HtmlResponse) -> None:
+        result: Any = []
+        for middleware in chain:
+            result = middleware.process_spider_output(response, result)
+        assert not list(result)  # (the probes never go on)
+
     times, baseline = [], []
     for k in range(rounds):
         body = "".join(
@@ -121,7 +147,7 @@ def time_spider_middleware(rounds: int, links: int = 300, new: int = 10) -> tupl
         extractor.extract_links(response)
         baseline.append(time.perf_counter() - started)
         started = time.perf_counter()
-        middleware.handle_response(response)
+        through_middlewares(response)
         times.append(time.perf_counter() - started)
     # The first crawl of a source only records its links: leave it out.
     return statistics.median(times[1:]), statistics.median(baseline[1:])
@@ -136,7 +162,7 @@ def main() -> None:
     ratios, echo_times, default_times = [], [], []
     for _ in range(args.rounds):
         default = time_default(page_requests(args.requests, args.sources))
-        echo = time_echo(page_requests(args.requests, args.sources), args.sources)
+        echo = time_echo(new_pages(page_requests(args.requests, args.sources)), args.sources)
         default_times.append(default)
         echo_times.append(echo)
         ratios.append(default / echo)
@@ -155,7 +181,7 @@ def main() -> None:
     )
     per_response, extraction = time_spider_middleware(rounds=41)
     print(
-        f"spider middleware, source response with 300 links (10 new): "
+        f"spider middlewares, source response with 300 links (10 new): "
         f"{per_response * 1e3:.2f} ms; Scrapy's LinkExtractor alone: {extraction * 1e3:.2f} ms "
         f"(ratio {per_response / extraction:.2f})"
     )

@@ -28,6 +28,13 @@ EVENTS = [
         '"e1"',
         "Mon, 23 Nov 2026 10:00:00 GMT",
     ),
+    # Links that passed the spider middlewares: what they added, nothing, or dropped.
+    SourceFetched(
+        "http://a.test/",
+        10.0,
+        (("http://a.test/1", None), ("http://a.test/2", None), ("http://a.test/3", None)),
+        treated=('{"meta": {"depth": 1}}', "", None),
+    ),
     SourceNotModified("http://a.test/", 11.0),
     SourceFailed("http://a.test/", 12.0, "HTTP 503"),
     PageFetched("http://a.test/1", "http://a.test/", 9.5, 13.0),
@@ -44,6 +51,7 @@ def test_json_round_trip(event: Any) -> None:
 
 
 PAGE = {"e": "page", "url": "http://a/1", "source": "http://a/", "appeared": 1, "t": 2}
+CRAWL = {"e": "crawl", "url": "http://a/", "t": 1, "links": [["http://a/1", None]] * 2}
 
 
 @pytest.mark.parametrize(
@@ -63,6 +71,11 @@ PAGE = {"e": "page", "url": "http://a/1", "source": "http://a/", "appeared": 1, 
         ({**PAGE, "aliases": ["http://a/2"] * 9}, "bad_field"),
         ({**PAGE, "aliases": ["javascript:x"]}, "bad_url"),
         ({"e": "source", "url": "http://" + "a" * 9000}, "bad_url"),
+        ({**CRAWL, "xs": ["{}"], "xi": [0]}, "bad_field"),  # an index per link
+        ({**CRAWL, "xs": ["{}"], "xi": [0, 1]}, "bad_field"),  # into xs
+        ({**CRAWL, "xs": ["[1]"], "xi": [0, 0]}, "bad_field"),  # objects only
+        ({**CRAWL, "xs": ["{" * 9000], "xi": [0, 0]}, "bad_field"),
+        ({**CRAWL, "xi": [-1, -1]}, "bad_field"),  # with xs
     ],
 )
 def test_hostile_json_is_refused_with_its_kind(raw: Any, kind: str) -> None:

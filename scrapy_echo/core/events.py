@@ -15,8 +15,8 @@ exactly these shapes, else raises :class:`InvalidEvent` naming what is wrong.
 crawl      ``url``, ``t`` (fetch time), ``links`` (``[[url, published or null], ...]``),
            ``etag``, ``lm`` (``Last-Modified``; both may be null); optional, when the links
            passed the spider middlewares: ``xs`` (the distinct extras they added, each a JSON
-           object as text) and ``xi`` (per link, the index of its extras in ``xs``, or -1 if
-           a middleware dropped its request)
+           object as text, or empty) and ``xi`` (per link, the index of its extras in
+           ``xs``, or -1 if a middleware dropped its request)
 304        ``url``, ``t``
 fail       ``url``, ``t``, ``why``
 blocked    ``url``, ``t`` (robots.txt forbids the source: no request was sent)
@@ -252,6 +252,8 @@ def _treated(raw: dict[str, Any], links: int) -> tuple[str | None, ...]:
     for extras in distinct:
         if not isinstance(extras, str) or len(extras) > _MAX_EXTRAS:
             raise InvalidEvent("bad_field", f"each of xs must be text of {_MAX_EXTRAS} at most")
+        if not extras:  # (nothing added)
+            continue
         try:
             parsed = json.loads(extras)
         except (ValueError, RecursionError):

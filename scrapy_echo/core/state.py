@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -358,6 +358,12 @@ class CrawlState:
         of. (Cheap: links, queued pages and click rows are cleaned where they come in.)"""
         key = fold_scheme(clean_url)
         return self.aliases.get(key, key)
+
+    def links_seen(self, links: Sequence[str]) -> list[bool]:
+        """Per link (a clean URL), whether a source showed it before: then it is no new page
+        whatever it shows now."""
+        seen = self.seen
+        return [fingerprint(fold_scheme(link)) in seen for link in links]
 
     def already_fetched(self, url: str) -> bool:
         """Whether the page any URL names was fetched (under this URL or another)."""

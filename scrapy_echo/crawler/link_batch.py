@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scrapy_echo.core.events import SourceFetched
 
@@ -17,10 +17,9 @@ class LinkBatch:
     links: list[tuple[str, float | None]]
     etag: str | None
     last_modified: str | None
-    treated: list[str | None] = field(default_factory=list)  # None: dropped (so far)
-
-    def __post_init__(self) -> None:
-        self.treated = [None] * len(self.links)
+    # Per link: what the middlewares added to its probe, None if dropped (so far); a link
+    # seen before is never a page, and is sent no probe: "" from the start.
+    treated: list[str | None]
 
     def event(self) -> SourceFetched:
         return SourceFetched(

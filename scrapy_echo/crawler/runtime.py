@@ -180,16 +180,17 @@ class EchoRuntime:
         for each."""
         if not pages:
             return
-        callback = self.page_callback()
-        spider = self.crawler.spider
         for page in pages:
             self.core.queue(page)
-            self.crawler.signals.send_catch_log(
-                signal=page_found,
-                request=page_request(page, callback),
-                source=page.source_url,
-                spider=spider,
-            )
+        if self._listened(page_found):  # (a request each, for the listeners only)
+            callback, signals = self.page_callback(), self.crawler.signals
+            for page in pages:
+                signals.send_catch_log(
+                    signal=page_found,
+                    request=page_request(page, callback),
+                    source=page.source_url,
+                    spider=self.crawler.spider,
+                )
         stats = self.crawler.stats
         if stats is not None:
             stats.inc_value("echo/pages/new", len(pages))
@@ -253,6 +254,12 @@ class EchoRuntime:
         """``request`` has been processed (its response, or its final failure)."""
         if self.on_done is not None and request is not None:
             self.on_done(request)
+
+    def _listened(self, signal: object) -> bool:
+        from pydispatch.dispatcher import getAllReceivers, liveReceivers  # type: ignore[import-untyped]
+
+        receivers = liveReceivers(getAllReceivers(self.crawler.signals.sender, signal))
+        return any(True for _ in receivers)
 
     def page_callback(self) -> Callable[..., Any]:
         """The spider method new pages go to: its ``echo_page_callback`` (a method or its

@@ -97,16 +97,25 @@ class EchoSpiderMiddleware(EchoComponent):
         if content.sources:
             self.inc_stat("echo/sources/found", len(content.sources))
         self._dates_moved(content)
+        links = [(link.url, link.published) for link in content.links]
+        # Where the state is, a link seen before needs no probe (it is no new page); a
+        # distributed worker without it probes every link, and the planner sorts them out.
+        runtime = self.runtime
+        known = runtime.state.links_seen([url for url, _ in links]) if runtime.holds_state else []
+        treated: list[str | None] = ["" if seen else None for seen in known] or [None] * len(links)
         batch = LinkBatch(
             str(echo.get("url", response.url)),
-            float(echo.get("fetched", self.runtime.clock())),
-            [(link.url, link.published) for link in content.links],
+            float(echo.get("fetched", runtime.clock())),
+            links,
             echo.get("etag"),
             echo.get("lm"),
+            treated,
         )
-        self.runtime.link_batches[id(response)] = batch  # (the collector sends its event)
-        callback = self.runtime.page_callback()
-        return [link_request(url, i, callback) for i, (url, _) in enumerate(batch.links)]
+        runtime.link_batches[id(response)] = batch  # (the collector sends its event)
+        callback = runtime.page_callback()
+        return [
+            link_request(url, i, callback) for i, (url, _) in enumerate(links) if treated[i] is None
+        ]
 
     def _dates_moved(self, content: SourceContent) -> None:
         """The change signals a source response carries itself: a sitemap index's ``lastmod``
