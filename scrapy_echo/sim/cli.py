@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_echo.model.decisions.registry import POLICIES, make_policy
+from scrapy_echo.sim import frontpages
 from scrapy_echo.sim.ceiling import Ceiling, ceiling, hindsight_estimates
 from scrapy_echo.sim.cli_output import Progress, write_plots
 from scrapy_echo.sim.engine import PAPER_SETUP, Replay, SimSettings, simulate
@@ -396,4 +397,5 @@ def _parser() -> argparse.ArgumentParser:
         help="also with every source's rate following the trace's week, hour by hour",
     )
     bound.set_defaults(command=cmd_ceiling)
+    frontpages.add_parser(sub)
     return parser
