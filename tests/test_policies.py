@@ -224,6 +224,7 @@ def test_every_named_policy_exists_and_unknown_names_fail() -> None:
         "echo-cycles",
         "echo-explore",
         "echo-censored",
+        "echo-earned",
         "echo-paper",
         "echo-schedule",
         "echo-greedy",

@@ -12,18 +12,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from scrapy_echo.model.decisions import ablation
 from scrapy_echo.model.decisions.registry import POLICIES, make_policy
-from scrapy_echo.sim import frontpages
+from scrapy_echo.sim import frontpages, reddit
 from scrapy_echo.sim.ceiling import Ceiling, ceiling, hindsight_estimates
 from scrapy_echo.sim.cli_output import Progress, write_plots
-from scrapy_echo.sim.engine import PAPER_SETUP, Replay, SimSettings, simulate
+from scrapy_echo.sim.engine import Replay, SimSettings, simulate
 from scrapy_echo.sim.freshness import freshness
+from scrapy_echo.sim.options import add_replay_options
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.rate_errors import rate_errors
 from scrapy_echo.sim.results import Score, score, upper_bound
 from scrapy_echo.sim.search import needed_rate
 from scrapy_echo.sim.synth import SynthParams, synthesize
-from scrapy_echo.sim.tables import coverage_table, profit_table
+from scrapy_echo.sim.tables import ablation_table, coverage_table, profit_table
 from scrapy_echo.sim.trace import Trace, load_trace, write_trace
 from scrapy_echo.sim.week_ceiling import trace_week, week_fractions
 
@@ -84,6 +86,47 @@ def cmd_run(args: argparse.Namespace) -> int:
     write_plots(scores, out)
     print(f"\nwrote {out / 'results.json'} and plots in {out}")
     return 0
+
+
+def cmd_ablate(args: argparse.Namespace) -> int:
+    """The default with each addition past the paper switched off alone, and all of them,
+    each replayed ``--repeats`` times with the re-solve period spread over ±20%: one replay
+    moves by a point with any change of plan at a low budget, so a difference counts only
+    against that spread."""
+    trace = _trace(args)
+    rates = _rates(args.rates)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    variants = [
+        "echo-newpages",
+        "echo-paper",
+        *(ablation.PREFIX + flag for flag in ablation.ADDITIONS),
+        ablation.PREFIX + "all",
+    ]
+    bound, _ = upper_bound(trace, half_life=_half_life(args))
+    periods = _spread(args.resolve_interval, args.repeats)
+    scores: list[Score] = []
+    for period in periods:
+        replayed = argparse.Namespace(**{**vars(args), "resolve_interval": period})
+        for rate in rates:
+            scores += [_run_one(trace, name, rate, replayed, bound) for name in variants]
+    print(ablation_table(scores, variants, rates))
+    (out / "ablation.json").write_text(
+        json.dumps([{**s.as_dict(), "resolve_interval": periods[i // (len(scores) // len(periods))]}
+                    for i, s in enumerate(scores)], indent=2) + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    print(f"\nwrote {out / 'ablation.json'}")
+    return 0
+
+
+def _spread(period: float, repeats: int) -> list[float]:
+    """``repeats`` re-solve periods spread evenly over ``period`` ± 20%."""
+    if repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {repeats}")
+    if repeats == 1:
+        return [period]
+    return [period * (0.8 + 0.4 * i / (repeats - 1)) for i in range(repeats)]
 
 
 def cmd_needed_rate(args: argparse.Namespace) -> int:
@@ -245,7 +288,11 @@ def _policies(spec: str) -> list[str]:
     if spec == "all":
         return list(POLICY_ORDER)
     names = [p.strip() for p in spec.split(",") if p.strip()]
-    unknown = [n for n in names if n not in POLICIES and n != GreedyOracle.name]
+    unknown = [
+        n
+        for n in names
+        if n not in POLICIES and n != GreedyOracle.name and not n.startswith(ablation.PREFIX)
+    ]
     if unknown or not names:
         raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICY_ORDER)}")
     return names
@@ -284,95 +331,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     synth.set_defaults(command=cmd_synth)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--trace", required=True, help="trace directory, or 'synthetic'")
-        p.add_argument("--policies", default="all", help="'all' or names separated by commas")
-        p.add_argument("--out", required=True, help="directory for results and plots")
-        p.add_argument("--seed", type=int, default=0, help="seed for 'synthetic' and BFS (0)")
-        # The crawl settings' names (ECHO_RESOLVE_INTERVAL -> --resolve-interval); the
-        # first build's names still work.
-        p.add_argument(
-            "--resolve-interval",
-            "--resolve-period",
-            type=float,
-            default=1800.0,
-            help="s between re-solves (1800)",
-        )
-        p.add_argument(
-            "--click-push-period",
-            "--push-period",
-            type=float,
-            default=3600.0,
-            help="s between click log deliveries (3600)",
-        )
-        p.add_argument(
-            "--history-size", "--history", type=int, default=7, help="crawls behind λ (7)"
-        )
-        p.add_argument("--click-bin", type=float, default=1200.0, help="age bin, s (1200)")
-        p.add_argument("--click-bins", type=int, default=72, help="age bins fitted (72)")
-        p.add_argument("--default-profit", type=float, default=1.0,
-                       help="P before any click data (1)")  # fmt: skip
-        p.add_argument(
-            "--search-log",
-            action="store_true",
-            help="the learner sees a page's clicks only from its crawl on (a search engine's "
-            "own log); default: all its clicks once crawled (site analytics)",
-        )
-        p.add_argument("--window", type=float, default=86400.0, help="dynamic profit, s (1 day)")
-        p.add_argument(
-            "--no-clicks",
-            action="store_true",
-            help="the crawler gets no click log (a monitor without a click feed), and a "
-            "page is scored 1 crawled at once, halving every --half-life seconds of delay",
-        )
-        p.add_argument(
-            "--no-signals",
-            action="store_true",
-            help="the crawler gets none of the trace's change-indicating signals "
-            "(signals.csv); default: each as its time comes",
-        )
-        p.add_argument(
-            "--refresh-share",
-            type=float,
-            default=PAPER_SETUP["refresh_share"],
-            help="the refresh lane's share of the budget, as ECHO_REFRESH_SHARE (0: none, the "
-            "paper's set-up; the crawl's default is 0.05)",
-        )
-        p.add_argument(
-            "--backlog",
-            choices=("skip", "crawl"),
-            default=PAPER_SETUP["backlog"],
-            help="what a source lists at its first crawl, as ECHO_BACKLOG (skip: old, the "
-            "paper's set-up; the crawl's default is crawl)",
-        )
-        p.add_argument(
-            "--refresh-stale-cost",
-            type=float,
-            default=1.0,
-            help="what a click on a stale copy loses, as ECHO_REFRESH_STALE_COST (1)",
-        )
-        p.add_argument(
-            "--half-life",
-            type=float,
-            default=6 * 3600.0,
-            help="s: the value of a page without click data halves in (21600, as "
-            "ECHO_DEFAULT_HALF_LIFE)",
-        )
-
     run = sub.add_parser("run", help="compare policies at several crawl rates")
-    common(run)
+    add_replay_options(run)
     run.add_argument("--rates", default="0.05,0.1,0.2", help="crawls/s, comma separated")
     run.set_defaults(command=cmd_run)
 
     rates = sub.add_parser(
         "rates", help="estimated against true λ of the hubs crawled less than they fill up"
     )
-    common(rates)
+    add_replay_options(rates)
     rates.add_argument("--rate", type=float, default=0.2, help="crawls/s (0.2)")
     rates.set_defaults(command=cmd_rates, policies="echo-newpages")
 
     needed = sub.add_parser("needed-rate", help="lowest rate reaching a fraction of the bound")
-    common(needed)
+    add_replay_options(needed)
     needed.add_argument("--target", type=float, default=0.99, help="fraction (0.99)")
     needed.add_argument("--min-rate", type=float, default=0.01, help="crawls/s (0.01)")
     needed.add_argument("--max-rate", type=float, default=8.0, help="crawls/s (8)")
@@ -397,5 +369,16 @@ def _parser() -> argparse.ArgumentParser:
         help="also with every source's rate following the trace's week, hour by hour",
     )
     bound.set_defaults(command=cmd_ceiling)
+    ablate = sub.add_parser(
+        "ablate", help="the default with each addition past the paper switched off alone"
+    )
+    add_replay_options(ablate)
+    ablate.add_argument("--rates", default="0.05,0.1,0.2", help="crawls/s, comma separated")
+    ablate.add_argument(
+        "--repeats", type=int, default=5, help="replays per variant and rate, re-solve periods "
+        "spread over ±20%% (5)",
+    )  # fmt: skip
+    ablate.set_defaults(command=cmd_ablate)
     frontpages.add_parser(sub)
+    reddit.add_parser(sub)
     return parser

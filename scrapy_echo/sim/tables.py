@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+
+import numpy as np
 
 from scrapy_echo.sim.results import Score
 
@@ -25,6 +28,27 @@ def coverage_table(scores: list[Score], policies: list[str], rates: list[float])
 
     note = "\nnew pages found within 1 h / within 4 h / at all (Pham et al.'s coverage)"
     return "\n" + _grid(scores, policies, rates, cell) + note
+
+
+def ablation_table(scores: list[Score], variants: list[str], rates: list[float]) -> str:
+    """Per variant and rate, the mean share of the bound over its replays, and its mean
+    difference from the first variant's (the default) in points, ± its standard error
+    (replays paired by their order: the same re-solve period)."""
+    runs: dict[tuple[str, float], list[float]] = {}
+    for s in scores:
+        runs.setdefault((s.policy, s.rate), []).append(s.fraction_of_upper_bound)
+
+    def cell(s: Score) -> str:
+        mine = np.array(runs[(s.policy, s.rate)])
+        diff = 100 * (mine - np.array(runs[(variants[0], s.rate)]))
+        error = diff.std(ddof=1) / math.sqrt(diff.size) if diff.size > 1 else math.nan
+        return f"{mine.mean():.4f} ({diff.mean():+.2f} ± {error:.2f})"
+
+    note = (
+        "\nmean fraction of the upper bound over the replays (mean difference from the "
+        "default in points ± its standard error)"
+    )
+    return _grid(scores, variants, rates, cell) + note
 
 
 def _grid(

@@ -3,9 +3,11 @@ choose from."""
 
 from __future__ import annotations
 
+from scrapy_echo.model.decisions.ablation import PREFIX, without
 from scrapy_echo.model.decisions.censored_policy import EchoCensored
 from scrapy_echo.model.decisions.cycle_policy import EchoCycles
 from scrapy_echo.model.decisions.discovery_policies import OdWin, RoundRobin
+from scrapy_echo.model.decisions.earned_policy import EchoEarned
 from scrapy_echo.model.decisions.echo_newpages import EchoNewPages
 from scrapy_echo.model.decisions.explore_policy import EchoExplore
 from scrapy_echo.model.decisions.policies import (
@@ -26,6 +28,7 @@ POLICIES: dict[str, type[Policy]] = {
         EchoCycles,
         EchoExplore,
         EchoCensored,
+        EchoEarned,
         EchoPaper,
         EchoSchedule,
         EchoGreedy,
@@ -42,7 +45,10 @@ POLICIES: dict[str, type[Policy]] = {
 
 
 def make_policy(name: str, *, seed: int = 0) -> Policy:
-    """The policy called ``name`` (see :data:`POLICIES`)."""
+    """The policy called ``name`` (see :data:`POLICIES`, and the ablation's
+    ``echo-newpages-without-...``: :mod:`~scrapy_echo.model.decisions.ablation`)."""
+    if name.startswith(PREFIX):
+        return without(name[len(PREFIX) :])(seed=seed)
     try:
         cls = POLICIES[name]
     except KeyError:

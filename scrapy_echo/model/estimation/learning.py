@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from scrapy_echo.model.estimation.clicks import ClickHistogram
 from scrapy_echo.model.estimation.crawl_history import CrawlHistory
 from scrapy_echo.model.estimation.estimators import DecayFit, fit_profit_decay
+from scrapy_echo.model.estimation.predictive import CANDIDATES, PredictiveScores
 from scrapy_echo.model.estimation.priors import ColdStart, apply_cold_start
 from scrapy_echo.model.estimation.site_prior import site_pseudo_links
 from scrapy_echo.model.intervals.curves import FloatArray
@@ -87,6 +88,9 @@ class SourceLearner:
         self._mean_clicks: NDArray[np.float64] = np.zeros(0)
         self._mean_known: NDArray[np.bool_] | None = None
         self.refit_every = float(refit_every)
+        # The paper's λ and the one shrunk toward learned priors, scored on the crawls to
+        # come (docs/how-it-works.rst, "Estimators that earn their place").
+        self.predictive = PredictiveScores(CANDIDATES)
         # Of the spread of sources' log rates, the share their sites explain, as last
         # measured (model.site_prior); None while the policy does not pool by site.
         self.site_share: float | None = None
@@ -124,6 +128,8 @@ class SourceLearner:
         :meth:`scrapy_echo.model.estimation.crawl_history.CrawlHistory.record` takes it."""
         if source >= self._sources:  # (inline: this runs at every source crawl)
             self.grow(source + 1)
+        if self.crawls.filled[source]:  # (a first crawl only records what is there)
+            self.predictive.observe(source, time - self.crawls.newest[source], new_links)
         self.crawls.record(source, time, new_links, cut=cut, floor=floor)
 
     def add_page(
@@ -163,6 +169,7 @@ class SourceLearner:
         now: float,
         *,
         learned_priors: bool = False,
+        earned: bool = False,
         censoring: bool = False,
         floors: bool = True,
         sites: NDArray[np.intp] | None = None,
@@ -171,7 +178,10 @@ class SourceLearner:
         crawls of hubs that overflowed for what they are (docs/how-it-works.rst, "Hubs that
         show only their latest links"); with ``sites`` (each source's site index), its rate
         borrows from its site's other sources as far as sites tell rates apart
-        (docs/how-it-works.rst, "Rates pooled by site").
+        (docs/how-it-works.rst, "Rates pooled by site"). With ``earned``, the learned priors
+        give way to the plain ones once the plain priors' ``λ`` has predicted the crawls' new
+        links clearly better (:attr:`predictive`; docs/how-it-works.rst, "Estimators that earn
+        their place"): both are computed, and both rated for the crawls to come.
 
         The click fit is redone only when clicks came in since the last one, at most every
         ``refit_every`` seconds (the click feed is pushed hourly while intervals are re-solved
@@ -208,16 +218,19 @@ class SourceLearner:
                 *long_run, _site_rows(sites, n)
             )
             lent = (lent_links, lent_span)
-        lam, prof, mu = apply_cold_start(
-            links,
-            span,
-            fit,
-            self.cold,
-            long_run,
-            horizon=horizon,
-            learned_priors=learned_priors,
-            lent=lent,
-        )
+
+        def cold_start(learned: bool) -> tuple[FloatArray, FloatArray, FloatArray]:
+            return apply_cold_start(
+                links, span, fit, self.cold, long_run, horizon=horizon,
+                learned_priors=learned, lent=lent,
+            )  # fmt: skip
+
+        lam, prof, mu = cold_start(learned_priors)
+        if learned_priors and earned:
+            plain = cold_start(False)
+            self.predictive.predict([lam, plain[0]])
+            if CANDIDATES[self.predictive.chosen] == "plain":
+                lam, prof, mu = plain
         known = self._mean_known
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)
         shows = self.crawls.shown(floors=floors) if censoring else None
@@ -258,6 +271,7 @@ class SourceLearner:
             "fit": _fit_data(self._fit, self._mean_clicks, self._mean_known),
             "fitted_at": self._fitted_at,
             "clicks_changed": self._clicks_changed,
+            "predictive": self.predictive.to_data(),
         }
         return lambda: {**data, "crawls": crawls()}
 
@@ -289,6 +303,7 @@ class SourceLearner:
             out._fit, out._mean_clicks, out._mean_known = _fit_from(data["fit"])
         out._fitted_at = float(data["fitted_at"])
         out._clicks_changed = bool(data["clicks_changed"])
+        out.predictive = PredictiveScores.from_data(data["predictive"])
         return out
 
     def _trim(self, now: float) -> None:
