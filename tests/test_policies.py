@@ -236,6 +236,7 @@ def test_every_named_policy_exists_and_unknown_names_fail() -> None:
         "lds",
         "rr",
         "od-win",
+        "adaptive",
     }
     with pytest.raises(ValueError, match="unknown policy 'echo'"):
         make_policy("echo")
@@ -248,3 +249,40 @@ def test_sources_added_after_the_plan_get_a_first_crawl(name: str) -> None:
     policy.replan(est, crawl_rate=1.0)
     decisions = {policy.choose(NOW, last(NOW, np.nan), Frontier(2)) for _ in range(2)}
     assert Decision("source", 1) in decisions
+
+
+# -- the production anchor -------------------------------------------------------------
+def test_adaptive_intervals_shrink_on_news_and_grow_on_none_within_bounds() -> None:
+    from scrapy_echo.model.decisions.adaptive_policy import AdaptiveInterval
+
+    policy = AdaptiveInterval()
+    policy.source_crawled(1, 3, True)  # a first crawl: the starting 12 h stand
+    assert policy.intervals.tolist() == [43200.0, 43200.0]
+    policy.source_crawled(1, 2, False)  # news: 0.8 I + 0.2 * 90 min
+    assert policy.intervals[1] == 0.8 * 43200 + 0.2 * 5400
+    for _ in range(40):  # nothing, again and again: up to 90 days, no further
+        policy.source_crawled(0, 0, False)
+    assert policy.intervals[0] == 90 * 86400
+    frontier = Frontier(2)
+    times = last(NOW - 40000, NOW - 36000)
+    assert policy.choose(NOW, times, frontier) == Decision("source", 1)  # overdue by 900 s
+    assert policy.choose(NOW - 1000, times, frontier) is None  # none due: the slot idles
+    frontier.push(0, "page", appeared=NOW - 5, discovered=NOW - 1)
+    assert policy.choose(NOW, times, frontier) == Decision("page", 0)  # new pages first
+    back = AdaptiveInterval()
+    back.load_data(policy.to_data())
+    assert back.intervals.tolist() == policy.intervals.tolist()
+
+
+def test_the_core_tells_a_policy_each_crawls_outcome() -> None:
+    from scrapy_echo.core import CrawlCore
+    from scrapy_echo.core.events import SourceFetched, SourceNotModified
+    from scrapy_echo.sim.engine import SimSettings
+
+    core = CrawlCore(SimSettings(crawl_rate=1.0, backlog="crawl"), make_policy("adaptive"))
+    hub = "http://a.test/"
+    core.apply(SourceFetched(hub, 100.0, ((hub + "1", None),)))  # first: nothing learned
+    core.apply(SourceFetched(hub, 200.0, ((hub + "1", None), (hub + "2", None))))
+    core.apply(SourceNotModified(hub, 300.0))
+    expected = (0.8 * 43200 + 0.2 * 5400) * 1.5
+    assert core.policy.intervals.tolist() == [expected]  # type: ignore[attr-defined]

@@ -85,7 +85,9 @@ class CrawlCore:
         state = self.state
         if isinstance(event, SourceFetched):  # the commonest, first
             source = state.add_source(event.url)
+            first = state.sources[source].crawls == 0
             pages = self._source_fetched(source, event)
+            self.policy.source_crawled(source, len(pages), first)
             if pages:
                 self.policy.links_found(source, [p.appeared for p in pages], pages[0].discovered)
             return pages
@@ -109,6 +111,7 @@ class CrawlCore:
         source = state.add_source(event.url)
         if isinstance(event, SourceNotModified):
             state.source_not_modified(source, event.t)
+            self.policy.source_crawled(source, 0, False)
         elif isinstance(event, SourceFailed):
             backoff = state.source_failed(source, event.t)
             failures = state.sources[source].failures

@@ -130,6 +130,10 @@ class Policy(ABC):
         (estimates). Policies that learn from what their crawls find override this; the
         rest ignore it."""
 
+    def source_crawled(self, source: int, found: int, first: bool) -> None:  # noqa: B027
+        """A crawl of ``source`` (its ``first``, or not) found ``found`` new pages (0 for a
+        304). Policies that adapt to each crawl's outcome override this."""
+
     def to_data(self) -> dict[str, Any]:
         """What the policy learned or counted that its next choices depend on, as plain data
         (for snapshots): nothing, but for policies that keep such a thing of their own."""

@@ -4,6 +4,7 @@ choose from."""
 from __future__ import annotations
 
 from scrapy_echo.model.decisions.ablation import PREFIX, without
+from scrapy_echo.model.decisions.adaptive_policy import AdaptiveInterval
 from scrapy_echo.model.decisions.censored_policy import EchoCensored
 from scrapy_echo.model.decisions.cycle_policy import EchoCycles
 from scrapy_echo.model.decisions.discovery_policies import OdWin, RoundRobin
@@ -40,6 +41,7 @@ POLICIES: dict[str, type[Policy]] = {
         LowDiscrepancy,
         RoundRobin,
         OdWin,
+        AdaptiveInterval,
     )
 }
 
