@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -32,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from scrapy_echo.sim.git_files import GitFiles, git
 from scrapy_echo.sim.trace import Trace, write_trace
 
 SNAPSHOTS = "docs/snapshots"
@@ -100,33 +100,27 @@ def snapshots_in_git(repo: Path, under: str, skipped: Skipped) -> Iterator[Snaps
     """Every readable snapshot file under ``under`` in each commit of ``repo``'s ``HEAD``,
     oldest commit first. A file unchanged since the last commit (the same blob) was not
     scraped again: it is no new snapshot."""
-    commits = _git(repo, "log", "--reverse", "--format=%H %ct", "HEAD").split("\n")
-    with subprocess.Popen(
-        ["git", "-C", str(repo), "cat-file", "--batch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    ) as blobs:
-        assert blobs.stdin is not None and blobs.stdout is not None
-        read: dict[str, tuple[Snapshot | None, str]] = {}
-        last: dict[str, str] = {}  # by path, its blob at the last commit
+    commits = git(repo, "log", "--reverse", "--format=%H %ct", "HEAD").split("\n")
+    read: dict[str, tuple[Snapshot | None, str]] = {}
+    last: dict[str, str] = {}  # by path, its blob at the last commit
+    with GitFiles(repo) as files:
         for line in filter(None, commits):
             commit, committed = line.split()
-            listing = _git(repo, "ls-tree", "-r", commit, "--", under)
+            listing = git(repo, "ls-tree", "-r", commit, "--", under)
             for entry in filter(None, listing.split("\n")):
                 meta, path = entry.split("\t", 1)
                 blob = meta.split()[2]
-                if not path.endswith(".json"):
-                    continue
-                source = path[len(under) :].strip("/")[: -len(".json")]
-                if last.get(path) == blob:
+                if not path.endswith(".json") or last.get(path) == blob:
                     continue
                 last[path] = blob
+                source = path[len(under) :].strip("/")[: -len(".json")]
                 if blob not in read:
-                    blobs.stdin.write(f"{blob}\n".encode())
-                    blobs.stdin.flush()
-                    size = int(blobs.stdout.readline().split()[2])
-                    data = blobs.stdout.read(size + 1)[:size]
-                    read[blob] = read_snapshot(source, data, float(committed))
+                    data = files.read(blob)
+                    read[blob] = (
+                        (None, "missing")
+                        if data is None
+                        else read_snapshot(source, data, float(committed))
+                    )
                 snapshot, why = read[blob]
                 if snapshot is None:
                     skipped.add(why)
@@ -134,16 +128,6 @@ def snapshots_in_git(repo: Path, under: str, skipped: Skipped) -> Iterator[Snaps
                 if snapshot.source != source:  # (the same bytes under another name)
                     snapshot = Snapshot(source, snapshot.url, snapshot.t, snapshot.links)
                 yield snapshot
-        blobs.stdin.close()
-
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise ValueError(f"git {' '.join(args[:2])} in {repo}: {done.stderr.strip()[:200]}")
-    return done.stdout
 
 
 def trace_from_snapshots(

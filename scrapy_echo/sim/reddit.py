@@ -21,13 +21,13 @@ import argparse
 import csv
 import io
 import math
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from scrapy_echo.sim.git_files import GitFiles, git
 from scrapy_echo.sim.trace import Trace, write_trace
 
 _HOUR = 3600.0
@@ -38,32 +38,15 @@ _AGES = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 48.0)
 def posts_in_git(repo: Path, start: float, end: float) -> dict[str, list[tuple[float, str, float]]]:
     """Per subreddit file, its posts created in ``[start, end)``: (time, URL, score). A row
     that cannot be read is skipped (and a file too large for the archive's copy)."""
-    listing = subprocess.run(
-        ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD", "--", "data"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if listing.returncode != 0:
-        raise ValueError(f"git ls-tree in {repo}: {listing.stderr.strip()[:200]}")
-    names = [n for n in listing.stdout.split("\n") if n.endswith(".csv")]
+    listing = git(repo, "ls-tree", "-r", "--name-only", "HEAD", "--", "data")
     out: dict[str, list[tuple[float, str, float]]] = {}
-    with subprocess.Popen(
-        ["git", "-C", str(repo), "cat-file", "--batch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    ) as blobs:
-        assert blobs.stdin is not None and blobs.stdout is not None
-        for name in names:
-            blobs.stdin.write(f"HEAD:{name}\n".encode())
-            blobs.stdin.flush()
-            head = blobs.stdout.readline().split()
-            if len(head) < 3:  # "<name> missing": left out of the copy
-                continue
-            size = int(head[2])
-            data = blobs.stdout.read(size + 1)[:size].decode("utf-8", "replace")
-            posts = list(_posts(data, start, end))
+    with GitFiles(repo) as files:
+        for name in (n for n in listing.split("\n") if n.endswith(".csv")):
+            data = files.read(f"HEAD:{name}")
+            text = "" if data is None else data.decode("utf-8", "replace")
+            posts = list(_posts(text, start, end))
             if posts:
                 out[name.rsplit("/", 1)[-1][: -len(".csv")]] = posts
-        blobs.stdin.close()
     return out
 
 

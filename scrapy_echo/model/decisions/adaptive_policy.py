@@ -17,18 +17,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scrapy_echo.model.decisions.frontier import Frontier
-from scrapy_echo.model.decisions.policies import Decision, Policy
+from scrapy_echo.model.decisions.discovery_policies import CrawlsEveryPage
+from scrapy_echo.model.decisions.policies import Decision
 from scrapy_echo.model.intervals.curves import FloatArray
 
 _MINUTE = 60.0
 
 
-class AdaptiveInterval(Policy):
+class AdaptiveInterval(CrawlsEveryPage):
     """StormCrawler's adaptive fetch interval, one per source (news-crawl's settings)."""
 
     name = "adaptive"
-    uses_solver = False
     shortest: ClassVar[float] = 90 * _MINUTE
     longest: ClassVar[float] = 129_600 * _MINUTE
     grow: ClassVar[float] = 0.5
@@ -54,13 +53,7 @@ class AdaptiveInterval(Policy):
         else:
             intervals[source] = min((1 + self.grow) * intervals[source], self.longest)
 
-    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
-        page = self._newest_discovered(frontier)
-        if page is not None:
-            return page
-        first = self._first_crawl(last_crawl)
-        if first is not None or not last_crawl.size:
-            return first
+    def source_slot(self, now: float, last_crawl: FloatArray) -> Decision | None:
         due = last_crawl + self._sized(last_crawl.size)[: last_crawl.size]
         most = int(np.argmin(due))
         return Decision("source", most) if due[most] <= now else None

@@ -43,8 +43,8 @@ class CrawlsEveryPage(Policy):
         return self.source_slot(now, last_crawl)
 
     @abstractmethod
-    def source_slot(self, now: float, last_crawl: FloatArray) -> Decision:
-        """The source to recrawl (every source has been crawled)."""
+    def source_slot(self, now: float, last_crawl: FloatArray) -> Decision | None:
+        """The source to recrawl (every source has been crawled), or ``None`` to idle."""
 
 
 class RoundRobin(CrawlsEveryPage):
