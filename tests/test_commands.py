@@ -64,6 +64,9 @@ def test_echo_report_on_the_demos_jobdir(tmp_path: Path) -> None:
     assert budget == state["history"][-1]["budget"] == 3.0
     clicks = float(re.search(r"([\d.]+) clicks caught", text).group(1))
     assert clicks == pytest.approx(state["learner"].clicks_caught, abs=0.05) and clicks > 0
+    # How well each λ estimator predicted the crawls, as the learner scored them.
+    scored = int(re.search(r"new links over (\d+) crawls: learned", text).group(1))
+    assert scored == state["learner"].predictive.crawls > 0
 
 
 def test_echo_discover_finds_the_sections_not_the_articles(tmp_path: Path) -> None:

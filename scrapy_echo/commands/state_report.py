@@ -96,6 +96,20 @@ class Report:
             "overflowed_crawls": int(sum(self.overflows)),
             "rates_at_risk": int((self.floor_share > 0).sum()),
             "site_share": self.site_share,
+            **self.estimator_scores(),
+        }
+
+    def estimator_scores(self) -> dict[str, Any]:
+        """How well each candidate ``λ`` has predicted the crawls' new links (its prequential
+        log-likelihood, docs/how-it-works.rst, "Estimators that earn their place"), over how
+        many crawls, and the one ``echo-earned`` would plan with."""
+        scores = self.snapshot["learner"].predictive
+        return {
+            "estimator_loglik": dict(
+                zip(scores.names, scores.loglik.round(1).tolist(), strict=True)
+            ),
+            "estimator_crawls": scores.crawls,
+            "estimator_leading": scores.names[scores.chosen],
         }
 
     @cached_property
@@ -145,6 +159,16 @@ class Report:
             for o in self.overlaps()
         ]
 
+    @staticmethod
+    def _estimator_text(s: dict[str, Any]) -> str:
+        if not s["estimator_crawls"]:
+            return ""
+        scores = ", ".join(f"{name} {ll:+.1f}" for name, ll in s["estimator_loglik"].items())
+        return (
+            f"\nλ estimators, log-likelihood of the next crawls' new links over "
+            f"{s['estimator_crawls']} crawls: {scores} ({s['estimator_leading']} leads)"
+        )
+
     def summary_text(self) -> str:
         s = self.summary()
         saved = dt.datetime.fromtimestamp(s["saved_at"], dt.timezone.utc)
@@ -157,6 +181,7 @@ class Report:
             f"{s['clicks_caught']:.1f} clicks caught\n"
             f"state saved {saved:%Y-%m-%d %H:%M:%S} UTC, {s['samples']} history samples"
             + self._site_text(s["site_share"])
+            + self._estimator_text(s)
             + self._overlap_text()
             + self._risk_text()
         )

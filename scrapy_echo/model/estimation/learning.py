@@ -181,7 +181,8 @@ class SourceLearner:
         (docs/how-it-works.rst, "Rates pooled by site"). With ``earned``, the learned priors
         give way to the plain ones once the plain priors' ``λ`` has predicted the crawls' new
         links clearly better (:attr:`predictive`; docs/how-it-works.rst, "Estimators that earn
-        their place"): both are computed, and both rated for the crawls to come.
+        their place"). With ``learned_priors``, both are computed and rated for the crawls
+        to come.
 
         The click fit is redone only when clicks came in since the last one, at most every
         ``refit_every`` seconds (the click feed is pushed hourly while intervals are re-solved
@@ -226,10 +227,10 @@ class SourceLearner:
             )  # fmt: skip
 
         lam, prof, mu = cold_start(learned_priors)
-        if learned_priors and earned:
+        if learned_priors:  # both rated for the crawls to come (echo-report shows how well)
             plain = cold_start(False)
             self.predictive.predict([lam, plain[0]])
-            if CANDIDATES[self.predictive.chosen] == "plain":
+            if earned and CANDIDATES[self.predictive.chosen] == "plain":
                 lam, prof, mu = plain
         known = self._mean_known
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)
