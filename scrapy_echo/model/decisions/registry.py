@@ -5,21 +5,20 @@ from __future__ import annotations
 
 from scrapy_echo.model.decisions.ablation import PREFIX, without
 from scrapy_echo.model.decisions.adaptive_policy import AdaptiveInterval
+from scrapy_echo.model.decisions.baselines import (
+    BreadthFirst,
+    EchoGreedy,
+    EchoSchedule,
+    FixedQuota,
+    Frequency,
+)
 from scrapy_echo.model.decisions.censored_policy import EchoCensored
 from scrapy_echo.model.decisions.cycle_policy import EchoCycles
 from scrapy_echo.model.decisions.discovery_policies import OdWin, RoundRobin
 from scrapy_echo.model.decisions.earned_policy import EchoEarned
 from scrapy_echo.model.decisions.echo_newpages import EchoNewPages
 from scrapy_echo.model.decisions.explore_policy import EchoExplore
-from scrapy_echo.model.decisions.policies import (
-    BreadthFirst,
-    EchoGreedy,
-    EchoPaper,
-    EchoSchedule,
-    FixedQuota,
-    Frequency,
-    Policy,
-)
+from scrapy_echo.model.decisions.policies import EchoPaper, Policy
 from scrapy_echo.model.decisions.signal_policies import Greedy, GreedyCis, LowDiscrepancy
 
 POLICIES: dict[str, type[Policy]] = {
