@@ -92,7 +92,7 @@ def test_disabled_is_bare_not_configured() -> None:
         (
             "ECHO_POLICY",
             "fastest",
-            "ECHO_POLICY ('fastest') must be one of: bfs, echo-censored, echo-cycles",
+            "ECHO_POLICY ('fastest') must be one of: adaptive, bfs, echo-censored, echo-cycles",
         ),
         ("ECHO_PLAIN_SHARE", 1.5, "ECHO_PLAIN_SHARE (1.5) must be a finite number >= 0 and <= 1"),
         ("ECHO_CLICK_FEED", "clicks.txt", "ECHO_CLICK_FEED ('clicks.txt') must end in .jsonl"),
