@@ -56,6 +56,8 @@ def main() -> None:
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     policies = args.policies.split(",")
+    if not {"echo-newpages", "echo-paper"} <= set(policies):
+        parser.error("--policies must name echo-newpages and echo-paper (the difference)")
     traces: list[tuple[str, str, bool]] = []
     for spec in args.trace:
         name, _, rest = spec.partition("=")

@@ -67,6 +67,9 @@ def test_echo_report_on_the_demos_jobdir(tmp_path: Path) -> None:
     # How well each λ estimator predicted the crawls, as the learner scored them.
     scored = int(re.search(r"new links over (\d+) crawls: learned", text).group(1))
     assert scored == state["learner"].predictive.crawls > 0
+    # The P estimators' line shows only once clicks have been scored (two click fits apart).
+    batches = state["learner"].click_scores.crawls
+    assert ("P estimators" in text) == (batches > 0)
 
 
 def test_echo_discover_finds_the_sections_not_the_articles(tmp_path: Path) -> None:

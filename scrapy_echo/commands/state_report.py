@@ -61,6 +61,7 @@ class Report:
         estimates = snapshot["learner"].estimates(
             float(snapshot["saved_at"]),
             learned_priors=planner.learned_priors,
+            earned=planner.earns_estimators,
             censoring=planner.censoring_aware,
             floors=planner.counts_floors,
             sites=SourceHosts().sites(snapshot["sources"]) if planner.pools_sites else None,
@@ -100,16 +101,21 @@ class Report:
         }
 
     def estimator_scores(self) -> dict[str, Any]:
-        """How well each candidate ``λ`` has predicted the crawls' new links (its prequential
-        log-likelihood, docs/how-it-works.rst, "Estimators that earn their place"), over how
-        many crawls, and the one ``echo-earned`` would plan with."""
-        scores = self.snapshot["learner"].predictive
+        """How well each candidate ``λ`` has predicted the crawls' new links, and each
+        candidate ``P`` the clicks that followed (prequential log-likelihoods,
+        docs/how-it-works.rst, "Estimators that earn their place"), over how many crawls or
+        sources' click batches, and the one that leads (ECHO-newpages plans with it)."""
+        learner = self.snapshot["learner"]
+        rates, profits = learner.predictive, learner.click_scores
         return {
-            "estimator_loglik": dict(
-                zip(scores.names, scores.loglik.round(1).tolist(), strict=True)
+            "estimator_loglik": dict(zip(rates.names, rates.loglik.round(1).tolist(), strict=True)),
+            "estimator_crawls": rates.crawls,
+            "estimator_leading": rates.names[rates.chosen],
+            "profit_estimator_loglik": dict(
+                zip(profits.names, profits.loglik.round(1).tolist(), strict=True)
             ),
-            "estimator_crawls": scores.crawls,
-            "estimator_leading": scores.names[scores.chosen],
+            "profit_estimator_batches": profits.crawls,
+            "profit_estimator_leading": profits.names[profits.chosen],
         }
 
     @cached_property
@@ -161,13 +167,22 @@ class Report:
 
     @staticmethod
     def _estimator_text(s: dict[str, Any]) -> str:
-        if not s["estimator_crawls"]:
-            return ""
-        scores = ", ".join(f"{name} {ll:+.1f}" for name, ll in s["estimator_loglik"].items())
-        return (
-            f"\nλ estimators, log-likelihood of the next crawls' new links over "
-            f"{s['estimator_crawls']} crawls: {scores} ({s['estimator_leading']} leads)"
-        )
+        text = ""
+        if s["estimator_crawls"]:
+            scores = ", ".join(f"{name} {ll:+.1f}" for name, ll in s["estimator_loglik"].items())
+            text += (
+                f"\nλ estimators, log-likelihood of the next crawls' new links over "
+                f"{s['estimator_crawls']} crawls: {scores} ({s['estimator_leading']} leads)"
+            )
+        if s["profit_estimator_batches"]:
+            loglik = s["profit_estimator_loglik"]
+            scores = ", ".join(f"{name} {ll:+.1f}" for name, ll in loglik.items())
+            text += (
+                f"\nP estimators, log-likelihood of the clicks that followed over "
+                f"{s['profit_estimator_batches']} sources' batches: {scores} "
+                f"({s['profit_estimator_leading']} leads)"
+            )
+        return text
 
     def summary_text(self) -> str:
         s = self.summary()

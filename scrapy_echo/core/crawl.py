@@ -377,7 +377,7 @@ class CrawlCore:
         estimates = self.state.learner.estimates(
             now,
             learned_priors=policy.learned_priors,
-            earned=policy.earns_priors,
+            earned=policy.earns_estimators,
             censoring=policy.censoring_aware,
             floors=policy.counts_floors,
             sites=self.hosts.sites(self.state.sources) if policy.pools_sites else None,

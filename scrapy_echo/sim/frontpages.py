@@ -134,13 +134,19 @@ def trace_from_snapshots(
     snapshots: list[Snapshot], *, warmup: float = _DAY, name: str = "", description: str = ""
 ) -> Trace:
     """The trace the ``snapshots`` (any order) make: times from the first snapshot, to one
-    typical gap past the last."""
+    typical gap between two snapshots of a page past the last (the median over pages: the
+    archive takes each page at its own minute of the hour, so all snapshots together are
+    minutes apart)."""
     if not snapshots:
         raise ValueError("no readable snapshot")
     snapshots = sorted(snapshots, key=lambda s: (s.t, s.source))
     start = snapshots[0].t
     times = np.unique([s.t for s in snapshots])
-    gap = float(np.median(np.diff(times))) if times.size > 1 else 3600.0
+    taken: dict[str, list[float]] = {}
+    for snapshot in snapshots:
+        taken.setdefault(snapshot.source, []).append(snapshot.t)
+    gaps = [float(np.median(np.diff(ts))) for ts in taken.values() if len(ts) > 1]
+    gap = float(np.median(gaps)) if gaps else 3600.0
     duration = snapshots[-1].t - start + gap
     sources: dict[str, int] = {}
     urls: list[str] = []

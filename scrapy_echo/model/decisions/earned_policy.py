@@ -7,14 +7,15 @@ from scrapy_echo.model.decisions.echo_newpages import EchoNewPages
 
 
 class EchoEarned(EchoNewPages):
-    """ECHO-newpages planning with the paper's priors once their ``λ`` has predicted the
-    crawls' new links clearly better than the learned priors'
-    (:mod:`scrapy_echo.model.estimation.predictive`). Experimental: on the traces the project
-    has, the learned priors predict better and it plans as ECHO-newpages, but for an early
-    switch on a synthetic trace that cost a tenth of a point (docs/benchmarks.rst)."""
+    """ECHO-newpages planning, for ``λ`` and for ``P`` each, with the candidate estimate that
+    has predicted the crawl's own observations best so far
+    (:mod:`scrapy_echo.model.estimation.predictive`). Experimental: predicting better is not
+    planning better. On Reddit at 0.1 crawls/s seed 004's yield predictor predicted the new
+    links best and the plan it made caught a point less than the learned priors'
+    (docs/benchmarks.rst, "Real traces")."""
 
     name = "echo-earned"
-    earns_priors = True
+    earns_estimators = True
 
 
 __all__ = ["EchoEarned"]

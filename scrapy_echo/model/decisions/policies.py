@@ -72,9 +72,9 @@ class Policy(ABC):
     # Whether a source's ``λ`` and ``P`` are shrunk toward priors learned from all sources
     # (model.learned_prior) rather than one pooled value: past the paper, echo-newpages' alone.
     learned_priors: ClassVar[bool] = False
-    # With them, whether they are used only while their λ predicts the crawls' new links
-    # better than the plain priors' (model.estimation.predictive).
-    earns_priors: ClassVar[bool] = False
+    # With them, whether the plan takes, for λ and for P each, the candidate estimate that
+    # has predicted the crawl's own observations best (model.estimation.predictive).
+    earns_estimators: ClassVar[bool] = False
     # Whether a source's long-run ``λ`` borrows from its site's other sources, as far as
     # sites tell rates apart (model.site_prior): past the paper, echo-newpages' alone.
     pools_sites: ClassVar[bool] = False

@@ -54,6 +54,18 @@ def posterior_rates(
     >>> bool(abs(np.median(post[::2]) - 0.1) < 0.05), bool(abs(np.median(post[1::2]) - 10) < 1)
     (True, True)
     """
+    moments = posterior_moments(pages, profit)
+    if moments is None:
+        return None
+    mean, spread = moments
+    return mean + optimism * spread if optimism else mean
+
+
+def posterior_moments(
+    pages: FloatArray, profit: FloatArray
+) -> tuple[FloatArray, FloatArray] | None:
+    """Each source's posterior mean and standard deviation, as :func:`posterior_rates` takes
+    them (sources without exposure: the prior's mean, and a spread of 0); ``None`` as there."""
     pages = np.asarray(pages, dtype=np.float64)
     profit = np.asarray(profit, dtype=np.float64)
     has = (pages > 0) & np.isfinite(profit) & (profit >= 0)
@@ -77,12 +89,11 @@ def posterior_rates(
     joint = likelihood * weights
     joint /= joint.sum(axis=1, keepdims=True)
     posterior = joint @ grid
-    if optimism:
-        spread = np.sqrt(np.maximum(joint @ grid**2 - posterior**2, 0.0))
-        posterior = posterior + optimism * spread
-    out = np.full(pages.size, float(weights @ grid))
-    out[has] = posterior
-    return out
+    mean = np.full(pages.size, float(weights @ grid))
+    mean[has] = posterior
+    spread = np.zeros(pages.size)
+    spread[has] = np.sqrt(np.maximum(joint @ grid**2 - posterior**2, 0.0))
+    return mean, spread
 
 
-__all__ = ["GRID_POINTS", "OPTIMISM", "posterior_rates"]
+__all__ = ["GRID_POINTS", "OPTIMISM", "posterior_moments", "posterior_rates"]

@@ -23,12 +23,17 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from scrapy_echo.model.estimation.clicks import ClickHistogram
+from scrapy_echo.model.estimation.clicks import ClickHistogram, ClickTable
 from scrapy_echo.model.estimation.crawl_history import CrawlHistory
 from scrapy_echo.model.estimation.estimators import DecayFit, fit_profit_decay
-from scrapy_echo.model.estimation.predictive import CANDIDATES, PredictiveScores
-from scrapy_echo.model.estimation.priors import ColdStart, apply_cold_start
+from scrapy_echo.model.estimation.predictive import (
+    CANDIDATES,
+    PROFIT_CANDIDATES,
+    PredictiveScores,
+)
+from scrapy_echo.model.estimation.priors import ColdStart, candidate_estimates
 from scrapy_echo.model.estimation.site_prior import site_pseudo_links
+from scrapy_echo.model.estimation.yield_predictor import YieldPredictor
 from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.intervals.plan import Estimates
 
@@ -88,9 +93,18 @@ class SourceLearner:
         self._mean_clicks: NDArray[np.float64] = np.zeros(0)
         self._mean_known: NDArray[np.bool_] | None = None
         self.refit_every = float(refit_every)
-        # The paper's λ and the one shrunk toward learned priors, scored on the crawls to
-        # come (docs/how-it-works.rst, "Estimators that earn their place").
+        # The candidate λ scored on the crawls to come, the candidate P on the clicks to come
+        # (docs/how-it-works.rst, "Estimators that earn their place"); seed 004's regression
+        # is one candidate λ.
         self.predictive = PredictiveScores(CANDIDATES)
+        self.click_scores = PredictiveScores(PROFIT_CANDIDATES)
+        self.yields = YieldPredictor()
+        # The click table's sums at the last fit, and each source's μ then: the next fit
+        # scores the candidate P by the clicks that came in between. (Not saved: a restored
+        # learner scores from its second fit on, and weighs crawls alike until a re-solve.)
+        self._click_base: tuple[bool, FloatArray, FloatArray] | None = None
+        self._scored_decay: FloatArray = np.zeros(0)
+        self._value: FloatArray = np.zeros(0)  # per source: its weight in the λ scores
         # Of the spread of sources' log rates, the share their sites explain, as last
         # measured (model.site_prior); None while the policy does not pool by site.
         self.site_share: float | None = None
@@ -129,8 +143,16 @@ class SourceLearner:
         if source >= self._sources:  # (inline: this runs at every source crawl)
             self.grow(source + 1)
         if self.crawls.filled[source]:  # (a first crawl only records what is there)
-            self.predictive.observe(source, time - self.crawls.newest[source], new_links)
+            span = time - self.crawls.newest[source]
+            # Scored over the seconds its count covers, a full hub's count as a floor.
+            covered = span - min(max(cut, 0.0), span)
+            # Weighted by what a link of the source is worth (docs/how-it-works.rst,
+            # "Estimators that earn their place"): a rate matters to the plan as its pages do.
+            value = self._value
+            weight = float(value[source]) if source < value.size else 1.0
+            self.predictive.observe(source, covered, new_links, floor=floor, weight=weight)
         self.crawls.record(source, time, new_links, cut=cut, floor=floor)
+        self.yields.observe(source, time, new_links)
 
     def add_page(
         self, page: Hashable, *, source: int, appeared: float, crawled: float | None = None
@@ -178,11 +200,12 @@ class SourceLearner:
         crawls of hubs that overflowed for what they are (docs/how-it-works.rst, "Hubs that
         show only their latest links"); with ``sites`` (each source's site index), its rate
         borrows from its site's other sources as far as sites tell rates apart
-        (docs/how-it-works.rst, "Rates pooled by site"). With ``earned``, the learned priors
-        give way to the plain ones once the plain priors' ``λ`` has predicted the crawls' new
-        links clearly better (:attr:`predictive`; docs/how-it-works.rst, "Estimators that earn
-        their place"). With ``learned_priors``, both are computed and rated for the crawls
-        to come.
+        (docs/how-it-works.rst, "Rates pooled by site"). With ``learned_priors``, every
+        candidate ``λ`` (learned, plain, seed 004's yield predictor) and ``P`` (learned, plain)
+        is rated for the crawls and clicks to come, and the learned ``λ`` and ``P`` are used
+        (``P`` with its optimism); with ``earned`` too, for each the candidate that has
+        predicted best so far (:attr:`predictive`, :attr:`click_scores`; docs/how-it-works.rst,
+        "Estimators that earn their place").
 
         The click fit is redone only when clicks came in since the last one, at most every
         ``refit_every`` seconds (the click feed is pushed hourly while intervals are re-solved
@@ -191,6 +214,7 @@ class SourceLearner:
         stale = self._clicks_changed and now - self._fitted_at >= self.refit_every
         if self._fit is None or stale or self._fit.profit.size != n:
             table = self.clicks.table(now)
+            self._score_clicks(table, n)
             # Cumulative means when every bin from age 0 is observed, else per-bin ones.
             whole = table.cumulative is not None
             means = table.cumulative if table.cumulative is not None else table.increments
@@ -220,18 +244,25 @@ class SourceLearner:
             )
             lent = (lent_links, lent_span)
 
-        def cold_start(learned: bool) -> tuple[FloatArray, FloatArray, FloatArray]:
-            return apply_cold_start(
-                links, span, fit, self.cold, long_run, horizon=horizon,
-                learned_priors=learned, lent=lent,
-            )  # fmt: skip
-
-        lam, prof, mu = cold_start(learned_priors)
-        if learned_priors:  # both rated for the crawls to come (echo-report shows how well)
-            plain = cold_start(False)
-            self.predictive.predict([lam, plain[0]])
-            if earned and CANDIDATES[self.predictive.chosen] == "plain":
-                lam, prof, mu = plain
+        found = candidate_estimates(
+            links, span, fit, self.cold, long_run, horizon=horizon, lent=lent
+        )
+        yields = self.yields.rates(now) if learned_priors else None
+        rates = {**found.rates, "yield": _filled(yields, found.rates["learned"])}
+        if learned_priors:  # every candidate rated for the crawls and clicks to come
+            self.predictive.predict([rates[name] for name in self.predictive.names])
+            self.click_scores.predict([found.profits[n] for n in self.click_scores.names])
+        lam, prof, mu = found.rates["plain"], found.profits["plain"], found.decay
+        if learned_priors:
+            lam, prof = rates["learned"], found.profits["optimistic"]
+            if earned:  # each the one that has predicted best (the learned P with its optimism)
+                lam = rates[self.predictive.names[self.predictive.chosen]]
+                if self.click_scores.names[self.click_scores.chosen] == "plain":
+                    prof = found.profits["plain"]
+        self._scored_decay = mu
+        # Each source's clicks per page, over their mean: the weight of its crawls' scores.
+        value = found.profits["learned"]
+        self._value = value / value.mean() if value.size and value.mean() > 0 else np.ones(n)
         known = self._mean_known
         mean = prof if known is None else np.where(known, self._mean_clicks, prof)
         shows = self.crawls.shown(floors=floors) if censoring else None
@@ -273,6 +304,8 @@ class SourceLearner:
             "fitted_at": self._fitted_at,
             "clicks_changed": self._clicks_changed,
             "predictive": self.predictive.to_data(),
+            "click_scores": self.click_scores.to_data(),
+            "yields": self.yields.to_data(),
         }
         return lambda: {**data, "crawls": crawls()}
 
@@ -304,8 +337,34 @@ class SourceLearner:
             out._fit, out._mean_clicks, out._mean_known = _fit_from(data["fit"])
         out._fitted_at = float(data["fitted_at"])
         out._clicks_changed = bool(data["clicks_changed"])
-        out.predictive = PredictiveScores.from_data(data["predictive"])
+        # (A snapshot from before a candidate was added starts its scores afresh.)
+        scores = PredictiveScores.from_data(data["predictive"])
+        if scores.names == out.predictive.names:
+            out.predictive = scores
+        if "click_scores" in data:
+            out.click_scores = PredictiveScores.from_data(data["click_scores"])
+        if "yields" in data:
+            out.yields = YieldPredictor.from_data(data["yields"])
         return out
+
+    def _score_clicks(self, table: ClickTable, rows: int) -> None:
+        """Score the candidate ``P`` by the clicks the tracked pages drew since the last fit:
+        per source, Poisson with mean ``P`` times its pages' share of the curve
+        ``e^{-μ kΔ} - e^{-μ (k+1)Δ}`` over the bins observed since (docs/how-it-works.rst,
+        "Estimators that earn their place")."""
+        whole = table.cumulative is not None
+        pages = _pad_rows(table.pages.astype(np.float64), rows)
+        sums = _pad_rows(table.increments, rows) * pages
+        base, self._click_base = self._click_base, (whole, sums, pages)
+        decay = self._scored_decay
+        if base is None or base[0] != whole or decay.size == 0:
+            return  # (nothing to compare with, or the table counts other bins now)
+        before = min(base[1].shape[0], decay.size)
+        new_clicks = np.maximum(sums[:before] - base[1][:before], 0.0)
+        new_pages = np.maximum(pages[:before] - base[2][:before], 0.0)
+        edges = np.arange(table.pages.shape[1] + 1) * table.bin_width
+        curve = -np.diff(np.exp(-decay[:before, None] * edges[None, :]), axis=1)
+        self.click_scores.observe_all((new_pages * curve).sum(axis=1), new_clicks.sum(axis=1))
 
     def _trim(self, now: float) -> None:
         """Drop pending clicks that are too old or too many, oldest page first."""
@@ -353,6 +412,15 @@ def _fit_from(
 
 
 _FIT_FIELDS = ("profit", "decay", "pages", "residual", "fitted")
+
+
+def _filled(rates: FloatArray | None, fallback: FloatArray) -> FloatArray:
+    """``rates`` where known (finite), ``fallback`` elsewhere."""
+    if rates is None:
+        return fallback
+    known = np.zeros(fallback.size, dtype=bool)
+    known[: rates.size] = np.isfinite(rates[: fallback.size])
+    return np.where(known, _pad_rows(rates, fallback.size), fallback)
 
 
 def _site_rows(sites: NDArray[np.intp], rows: int) -> NDArray[np.intp]:

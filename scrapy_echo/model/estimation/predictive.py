@@ -1,22 +1,24 @@
-"""Estimators judged by how well they predict: a prequential score of candidate ``λ``.
+"""Estimators judged by how well they predict: a prequential score of candidate estimates.
 
-Each re-solve, every candidate estimator gives every source a rate; each crawl of a source
-after that (its first excepted) then scores each candidate by the Poisson log-likelihood of the
-new links the crawl found over the time since the source's previous crawl,
-``N log(λτ) - λτ`` (``log N!``, the same for all, left out). The sums, pooled over the sources,
-are Dawid's prequential log-likelihood: a candidate is scored only on crawls it did not see.
-The plan uses the first candidate until another has predicted better by :data:`MARGIN`
-(a likelihood ratio of 20, "strong" evidence on Kass and Raftery's scale), then that one
-until a third, or the first again, leads it by as much (docs/how-it-works.rst, "Estimators
-that earn their place"): a close race does not flip the plan back and forth.
+Each re-solve, every candidate estimator gives every source a rate (of new links, ``λ``; or
+of clicks per page, ``P``); each observation after that then scores each candidate by the
+Poisson log-likelihood of what was observed over its exposure, ``N log(λτ) - λτ`` (``log N!``,
+the same for all, left out), times the observation's weight; an overflowed hub's count, a
+floor, by ``log P(N' ≥ N)``. The sums, pooled over the sources, are Dawid's prequential
+log-likelihood: a candidate is scored only on what it did not see. The plan uses the first
+candidate until another has predicted better by :data:`MARGIN` (a likelihood ratio of 20,
+"strong" evidence on Kass and Raftery's scale), then that one until a third, or the first
+again, leads it by as much (docs/how-it-works.rst, "Estimators that earn their place"): a close
+race does not flip the plan back and forth.
 
-Pooled over all sources, the sums grow by one term a crawl, so on a crawl of any size the
-choice settles within hours: a few sources crawled many times decide as well as many sources
-crawled a few times.
+Pooled over all sources, the sums grow by one term an observation, so on a crawl of any size
+the choice settles within hours: a few sources crawled many times decide as well as many
+sources crawled a few times.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,9 +26,13 @@ import numpy as np
 
 from scrapy_echo.model.intervals.curves import FloatArray
 
-# The candidates ``SourceLearner.estimates`` rates: the priors learned from the spread of all
-# sources' rates (the default's), and the paper's (one pooled rate).
-CANDIDATES = ("learned", "plain")
+# The candidate ``λ`` ``SourceLearner.estimates`` rates: the priors learned from the spread of
+# all sources' rates (the default's), the paper's (one pooled rate), and seed 004's regression
+# (model.estimation.yield_predictor).
+CANDIDATES = ("learned", "plain", "yield")
+# The candidate ``P``, scored by the clicks that follow (model.estimation.priors.Candidates):
+# the learned prior's posterior mean (which plans with its optimism added) and the paper's.
+PROFIT_CANDIDATES = ("learned", "plain")
 # How far (in log-likelihood) another candidate must lead the one in use to replace it.
 MARGIN = 3.0
 # The rate a candidate is taken to predict at least: a rate of 0 that meets a new link would
@@ -59,7 +65,7 @@ class PredictiveScores:
     def __init__(self, names: Sequence[str]) -> None:
         self.names = tuple(names)
         self.loglik = np.zeros(len(self.names))
-        self.crawls = 0  # crawls scored
+        self.crawls = 0  # observations scored (crawls; for P, sources' batches of clicks)
         self.chosen = 0  # the candidate in use
         self._rates = np.zeros((len(self.names), 0))
 
@@ -69,14 +75,38 @@ class PredictiveScores:
             raise ValueError(f"{len(rates)} candidates' rates for {len(self.names)} names")
         self._rates = np.maximum(np.vstack([np.asarray(r, dtype=np.float64) for r in rates]), 0.0)
 
-    def observe(self, source: int, span: float, count: int) -> None:
-        """A crawl of ``source`` found ``count`` new links ``span`` seconds after its previous
-        one (a source no re-solve has rated yet, or no span, scores nothing)."""
+    def observe(
+        self, source: int, span: float, count: int, *, floor: bool = False, weight: float = 1.0
+    ) -> None:
+        """A crawl of ``source`` found ``count`` new links over the ``span`` seconds its count
+        covers (a source no re-solve has rated yet, or no span, scores nothing); with
+        ``floor``, the hub overflowed and showed only ``count`` of them: the crawl is scored
+        by ``P(N ≥ count)`` (a candidate predicting more is not wrong there)."""
         if not (0 <= source < self._rates.shape[1]) or not span > 0:
             return
         mean = np.maximum(self._rates[:, source], _RATE_FLOOR) * span
-        self.loglik += count * np.log(mean) - mean
+        if floor and count > 0:
+            self.loglik += weight * _log_at_least(count, mean)
+        else:
+            self.loglik += weight * (count * np.log(mean) - mean)
         self.crawls += 1
+        self._follow_leader()
+
+    def observe_all(self, spans: FloatArray, counts: FloatArray) -> None:
+        """:meth:`observe` for every source at once: ``counts[i]`` events over ``spans[i]``
+        (source ``i``'s exposure; those with none, or not rated yet, score nothing)."""
+        spans = np.asarray(spans, dtype=np.float64)[: self._rates.shape[1]]
+        counts = np.asarray(counts, dtype=np.float64)[: spans.size]
+        scored = np.flatnonzero(spans > 0)
+        if not scored.size:
+            return
+        mean = np.maximum(self._rates[:, scored], _RATE_FLOOR) * spans[scored]
+        y = counts[scored]
+        self.loglik += (y * np.log(mean) - mean).sum(axis=1)
+        self.crawls += int(scored.size)
+        self._follow_leader()
+
+    def _follow_leader(self) -> None:
         leader = int(np.argmax(self.loglik))
         if self.loglik[leader] - self.loglik[self.chosen] > MARGIN:
             self.chosen = leader
@@ -106,4 +136,27 @@ class PredictiveScores:
         return scores
 
 
-__all__ = ["CANDIDATES", "MARGIN", "PredictiveScores"]
+def _log_at_least(count: int, mean: FloatArray) -> FloatArray:
+    """``log P(N ≥ count)`` for ``N`` Poisson with each of ``mean``: one minus the lower
+    terms where that is not small, else the upper tail summed (no cancellation either way)."""
+    k = np.arange(count)[:, None]
+    log_terms = (
+        k * np.log(mean) - mean - np.array([math.lgamma(i + 1) for i in range(count)])[:, None]
+    )
+    below = np.exp(log_terms).sum(axis=0)
+    # The upper tail: terms past ``count`` fall off once past the mean; 60 more, and as many
+    # as the mean is above ``count``, reach below 1e-20 of the first.
+    extra = count + 60 + int(max(float(mean.max()) - count, 0.0) * 2)
+    j = np.arange(count, extra)[:, None]
+    log_upper = (
+        j * np.log(mean)
+        - mean
+        - np.array([math.lgamma(i + 1) for i in range(count, extra)])[:, None]
+    )
+    top = log_upper.max(axis=0)
+    upper = top + np.log(np.exp(log_upper - top).sum(axis=0))
+    out: FloatArray = np.where(below < 0.5, np.log1p(-np.minimum(below, 0.5)), upper)
+    return out
+
+
+__all__ = ["CANDIDATES", "MARGIN", "PROFIT_CANDIDATES", "PredictiveScores"]

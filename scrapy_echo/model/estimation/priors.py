@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scrapy_echo.model.estimation.estimators import DecayFit
-from scrapy_echo.model.estimation.learned_prior import OPTIMISM, posterior_rates
+from scrapy_echo.model.estimation.learned_prior import OPTIMISM, posterior_moments, posterior_rates
 from scrapy_echo.model.intervals.curves import FloatArray
 
 
@@ -74,6 +74,23 @@ class ColdStart:
             )
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """Every candidate estimate of a re-solve, for the plan to pick from and
+    :mod:`~scrapy_echo.model.estimation.predictive` to score.
+
+    ``rates``: ``λ`` per source by name, ``"learned"`` (under the priors learned from all
+    sources) and ``"plain"`` (the paper's pooled prior); ``profits``: ``P`` by name,
+    ``"learned"`` (the posterior mean under the prior learned from all sources), ``"plain"``,
+    and ``"optimistic"``, the plan's value of the learned one (that mean plus :data:`OPTIMISM`
+    standard deviations: exploration, not a prediction); the learned ones equal the plain ones
+    while there is too little to learn a prior from. ``decay``: ``μ``, one estimate."""
+
+    rates: dict[str, FloatArray]
+    profits: dict[str, FloatArray]
+    decay: FloatArray
+
+
 def apply_cold_start(
     links: FloatArray,
     span: FloatArray,
@@ -85,21 +102,38 @@ def apply_cold_start(
     learned_priors: bool = False,
     lent: tuple[FloatArray, FloatArray] | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """``(λ, P, μ)`` for the solver: each source's evidence, smoothed toward priors.
+    """``(λ, P, μ)`` for the solver: the learned priors' estimates (``λ`` learned, ``P``
+    optimistic) with ``learned_priors``, else the paper's (see :func:`candidate_estimates`)."""
+    found = candidate_estimates(links, span, fit, cold, long_run, horizon, lent=lent)
+    if learned_priors:
+        return found.rates["learned"], found.profits["optimistic"], found.decay
+    return found.rates["plain"], found.profits["plain"], found.decay
+
+
+def candidate_estimates(
+    links: FloatArray,
+    span: FloatArray,
+    fit: DecayFit,
+    cold: ColdStart,
+    long_run: tuple[FloatArray, FloatArray] | None = None,
+    horizon: float | None = None,
+    *,
+    lent: tuple[FloatArray, FloatArray] | None = None,
+) -> Candidates:
+    """Each source's evidence, smoothed toward priors, by every candidate.
 
     ``links`` and ``span`` are each source's new links and the seconds they were found over
     (``CrawlHistory.window``); ``long_run`` the same over all its crawls, fading
     (``CrawlHistory.long_run``); ``fit`` the click fit, over ``horizon`` seconds of age.
     ``λ`` is the window shrunk toward the source's long-run rate, itself shrunk toward the
-    pooled rate of all sources, each step with the weight of ``prior_links`` links (with
-    ``learned_priors``, the long-run rate is its posterior mean under the distribution of
+    pooled rate of all sources, each step with the weight of ``prior_links`` links (the
+    ``"learned"`` candidate: the long-run rate is its posterior mean under the distribution of
     rates learned from all sources instead). ``μ`` is
     shrunk toward the median fit (``P`` following it, when ``horizon`` is given), then ``P``
-    toward the pooled clicks per page (see :class:`ColdStart`); with ``learned_priors``, ``P``
-    of a source with pages is instead an upper confidence value under the distribution of
-    ``P`` learned from all sources
-    (:func:`~scrapy_echo.model.estimation.learned_prior.posterior_rates`). ``lent`` are pseudo-links
-    and pseudo-seconds the long-run rate also counts (its site's:
+    toward the pooled clicks per page (see :class:`ColdStart`); the learned candidates of ``P``
+    of a source with pages are instead its posterior under the distribution of ``P`` learned
+    from all sources (:func:`~scrapy_echo.model.estimation.learned_prior.posterior_moments`).
+    ``lent`` are pseudo-links and pseudo-seconds the long-run rate also counts (its site's:
     :func:`~scrapy_echo.model.estimation.site_prior.site_pseudo_links`).
     """
     links = np.asarray(links, dtype=np.float64)
@@ -112,23 +146,23 @@ def apply_cold_start(
         all_links, all_span = long_links.sum(), long_span.sum()
     pooled = float(all_links / all_span) if all_span > 0 else 0.0
     lam_prior: FloatArray | float = pooled if pooled > 0 else cold.link_rate
+    learned_prior: FloatArray | float = lam_prior
     weight = cold.prior_links
     if long_run is not None and pooled > 0 and weight > 0:
         crawled = long_span > 0  # (its own seconds: what the pooled rate above counts)
         if lent is not None:
             long_links, long_span = long_links + lent[0], long_span + lent[1]
-        lam_prior = (long_links + weight) / (long_span + weight / pooled)
-        if learned_priors:  # the long-run rate's posterior under the sources' spread of rates
-            learned_rate = _learned_long_run(
-                np.where(crawled, long_links, 0.0), np.where(crawled, long_span, 0.0)
-            )
-            if learned_rate is not None:
-                lam_prior = np.where(crawled, learned_rate, lam_prior)
-    if weight > 0 and np.all(np.asarray(lam_prior) > 0):
-        lam = (links + weight) / (span + weight / lam_prior)
-    else:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            lam = np.where(measured, links / np.where(measured, span, 1.0), lam_prior)
+        lam_prior = learned_prior = (long_links + weight) / (long_span + weight / pooled)
+        # The long-run rate's posterior under the sources' spread of rates.
+        learned_rate = _learned_long_run(
+            np.where(crawled, long_links, 0.0), np.where(crawled, long_span, 0.0)
+        )
+        if learned_rate is not None:
+            learned_prior = np.where(crawled, learned_rate, lam_prior)
+    rates = {
+        "learned": _shrunk_window(links, span, learned_prior, weight),
+        "plain": _shrunk_window(links, span, lam_prior, weight),
+    }
 
     fitted = fit.fitted & np.isfinite(fit.profit)
     n = np.where(fitted, fit.pages, 0.0)
@@ -150,14 +184,28 @@ def apply_cold_start(
     pooled_profit = float((n * fit_profit).sum()) / total_pages if total_pages else 0.0
     p_prior = cold.profit_pessimism * pooled_profit if pooled_profit > 0 else cold.profit
     prior = cold.prior_pages
-    learned = posterior_rates(n, fit_profit, optimism=OPTIMISM) if learned_priors else None
-    if learned is not None:  # (a source without pages keeps the pessimistic prior)
-        prof = np.where(n > 0, learned, p_prior)
-    elif prior > 0:
-        prof = (n * fit_profit + prior * p_prior) / (n + prior)
+    if prior > 0:
+        plain = (n * fit_profit + prior * p_prior) / (n + prior)
     else:
-        prof = np.where(fitted, fit_profit, p_prior)
-    return lam, prof, mu
+        plain = np.where(fitted, fit_profit, p_prior)
+    profits = {"learned": plain, "plain": plain, "optimistic": plain}
+    moments = posterior_moments(n, fit_profit)
+    if moments is not None:  # (a source without pages keeps the pessimistic prior)
+        mean, spread = moments
+        profits["optimistic"] = np.where(n > 0, mean + OPTIMISM * spread, p_prior)
+        profits["learned"] = np.where(n > 0, mean, p_prior)
+    return Candidates(rates, profits, mu)
+
+
+def _shrunk_window(
+    links: FloatArray, span: FloatArray, prior: FloatArray | float, weight: float
+) -> FloatArray:
+    """The window's rate shrunk toward ``prior`` with the weight of ``weight`` links."""
+    if weight > 0 and np.all(np.asarray(prior) > 0):
+        return (links + weight) / (span + weight / prior)
+    measured = span > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(measured, links / np.where(measured, span, 1.0), prior)
 
 
 def _learned_long_run(links: FloatArray, span: FloatArray) -> FloatArray | None:
