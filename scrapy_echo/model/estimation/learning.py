@@ -105,6 +105,7 @@ class SourceLearner:
         self._click_base: tuple[bool, FloatArray, FloatArray] | None = None
         self._scored_decay: FloatArray = np.zeros(0)
         self._value: FloatArray = np.zeros(0)  # per source: its weight in the λ scores
+        self._yield_cache: tuple[float, FloatArray | None] | None = None  # (fitted at, rates)
         # Of the spread of sources' log rates, the share their sites explain, as last
         # measured (model.site_prior); None while the policy does not pool by site.
         self.site_share: float | None = None
@@ -247,7 +248,7 @@ class SourceLearner:
         found = candidate_estimates(
             links, span, fit, self.cold, long_run, horizon=horizon, lent=lent
         )
-        yields = self.yields.rates(now) if learned_priors else None
+        yields = self._yield_rates(now) if learned_priors else None
         rates = {**found.rates, "yield": _filled(yields, found.rates["learned"])}
         if learned_priors:  # every candidate rated for the crawls and clicks to come
             self.predictive.predict([rates[name] for name in self.predictive.names])
@@ -305,9 +306,9 @@ class SourceLearner:
             "clicks_changed": self._clicks_changed,
             "predictive": self.predictive.to_data(),
             "click_scores": self.click_scores.to_data(),
-            "yields": self.yields.to_data(),
         }
-        return lambda: {**data, "crawls": crawls()}
+        yields = self.yields.captured()
+        return lambda: {**data, "crawls": crawls(), "yields": yields()}
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> SourceLearner:
@@ -346,6 +347,14 @@ class SourceLearner:
         if "yields" in data:
             out.yields = YieldPredictor.from_data(data["yields"])
         return out
+
+    def _yield_rates(self, now: float) -> FloatArray | None:
+        """Seed 004's predicted rates, worked out again only when its fit is redone (every
+        few hours: a pass over every source's window costs more than a re-solve's worth)."""
+        self.yields.train(now)
+        if self._yield_cache is None or self._yield_cache[0] != self.yields.trained_at:
+            self._yield_cache = (self.yields.trained_at, self.yields.rates(now))
+        return self._yield_cache[1]
 
     def _score_clicks(self, table: ClickTable, rows: int) -> None:
         """Score the candidate ``P`` by the clicks the tracked pages drew since the last fit:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ MIN_EXAMPLES = 3_600  # fewer, and no fit: 100 a coefficient (counts this overdi
 _RAW = 5  # per example: avg, std, age, hour, weekday (one-hot expanded when fitting)
 _RIDGE = 1e-4  # per example: keeps the one-hot blocks' collinearity with the intercept harmless
 _IRLS_STEPS = 12
+_IRLS_WARM_STEPS = 4  # from the last fit, three hours of examples older
 _HOURS = slice(5, 29)  # the columns of the hour-of-day and day-of-week one-hots
 _DAYS = slice(29, 36)
 _MAX_LOG = 30.0  # log-rates clipped here: no overflow from a wild extrapolation
@@ -127,8 +129,9 @@ class YieldPredictor:
             used = np.ones(x.shape[1], dtype=bool)
             used[_HOURS] = days >= 2.0
             used[_DAYS] = days >= WINDOW / 86400.0 - 0.25
+            start = None if self.coef is None else self.coef[used]
             self.coef = np.zeros(x.shape[1])
-            self.coef[used] = _poisson_fit(x[:, used], y)
+            self.coef[used] = _poisson_fit(x[:, used], y, start)
             # What the fit saw of avg, std and age: predictions stay inside it, since a
             # log-linear fit extrapolated to ten times the ages it saw runs away.
             self.seen = (raw[:, :3].min(axis=0), raw[:, :3].max(axis=0))
@@ -166,19 +169,30 @@ class YieldPredictor:
             return np.where(known, predicted / np.where(known, raw[:, 2], 1.0), np.nan)
 
     def to_data(self) -> dict[str, Any]:
+        return self.captured()()
+
+    def captured(self) -> Callable[[], dict[str, Any]]:
+        """:meth:`to_data` in two steps, as the learner saves: copies now, plain lists later
+        on any thread (the lists of 50,000 examples are the slow part)."""
         # Examples oldest first, so that a restored ring overwrites the oldest first too.
         order = np.roll(np.arange(MAX_EXAMPLES), -self._next)
         order = order[self._stamp[order] > -math.inf]
-        return {
-            "crawls": [[list(c) for c in crawls] for crawls in self._crawls],
-            "last": self._last,
-            "raw": self._raw[order].tolist(),
-            "label": self._label[order].tolist(),
-            "stamp": self._stamp[order].tolist(),
+        raw, label, stamp = self._raw[order], self._label[order], self._stamp[order]
+        crawls = [list(c) for c in self._crawls]
+        coef = None if self.coef is None else self.coef.tolist()
+        fixed = {
+            "last": list(self._last),
             "examples": self.examples,
-            "coef": None if self.coef is None else self.coef.tolist(),
+            "coef": coef,
             "seen": [self.seen[0].tolist(), self.seen[1].tolist()],
             "trained_at": self.trained_at,
+        }
+        return lambda: {
+            **fixed,
+            "crawls": [[list(c) for c in window] for window in crawls],
+            "raw": raw.tolist(),
+            "label": label.tolist(),
+            "stamp": stamp.tolist(),
         }
 
     @classmethod
@@ -232,14 +246,18 @@ def _design(raw: FloatArray) -> FloatArray:
     return np.hstack([ones, logged, np.log(hours_old)[:, None], hours, days])
 
 
-def _poisson_fit(x: FloatArray, y: FloatArray) -> FloatArray:
+def _poisson_fit(x: FloatArray, y: FloatArray, start: FloatArray | None = None) -> FloatArray:
     """Coefficients of ``log E[y] = x β`` by iteratively reweighted least squares, a small
-    ridge keeping the one-hot blocks (collinear with the intercept) and rare hours in hand."""
-    beta = np.zeros(x.shape[1])
-    beta[0] = math.log(max(float(y.mean()), 1e-6))
+    ridge keeping the one-hot blocks (collinear with the intercept) and rare hours in hand;
+    from ``start`` (the last fit: a few steps then suffice) or from the mean."""
+    if start is not None and np.all(np.isfinite(start)) and np.any(start != 0):
+        beta, steps = start.copy(), _IRLS_WARM_STEPS
+    else:
+        beta, steps = np.zeros(x.shape[1]), _IRLS_STEPS
+        beta[0] = math.log(max(float(y.mean()), 1e-6))
     ridge = _RIDGE * x.shape[0] * np.eye(x.shape[1])
     ridge[0, 0] = 0.0
-    for _ in range(_IRLS_STEPS):
+    for _ in range(steps):
         eta = np.clip(x @ beta, -_MAX_LOG, _MAX_LOG)
         mean = np.exp(eta)
         z = eta + (y - mean) / mean
