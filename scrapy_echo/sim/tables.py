@@ -41,7 +41,9 @@ def ablation_table(scores: list[Score], variants: list[str], rates: list[float])
     def cell(s: Score) -> str:
         mine = np.array(runs[(s.policy, s.rate)])
         diff = 100 * (mine - np.array(runs[(variants[0], s.rate)]))
-        error = diff.std(ddof=1) / math.sqrt(diff.size) if diff.size > 1 else math.nan
+        if diff.size < 2:  # (one replay: no spread to tell)
+            return f"{mine.mean():.4f} ({diff.mean():+.2f})"
+        error = diff.std(ddof=1) / math.sqrt(diff.size)
         return f"{mine.mean():.4f} ({diff.mean():+.2f} ± {error:.2f})"
 
     note = (

@@ -139,23 +139,21 @@ class PredictiveScores:
 def _log_at_least(count: int, mean: FloatArray) -> FloatArray:
     """``log P(N ≥ count)`` for ``N`` Poisson with each of ``mean``: one minus the lower
     terms where that is not small, else the upper tail summed (no cancellation either way)."""
-    k = np.arange(count)[:, None]
-    log_terms = (
-        k * np.log(mean) - mean - np.array([math.lgamma(i + 1) for i in range(count)])[:, None]
-    )
-    below = np.exp(log_terms).sum(axis=0)
-    # The upper tail: terms past ``count`` fall off once past the mean; 60 more, and as many
-    # as the mean is above ``count``, reach below 1e-20 of the first.
-    extra = count + 60 + int(max(float(mean.max()) - count, 0.0) * 2)
-    j = np.arange(count, extra)[:, None]
-    log_upper = (
-        j * np.log(mean)
-        - mean
-        - np.array([math.lgamma(i + 1) for i in range(count, extra)])[:, None]
-    )
-    top = log_upper.max(axis=0)
-    upper = top + np.log(np.exp(log_upper - top).sum(axis=0))
-    out: FloatArray = np.where(below < 0.5, np.log1p(-np.minimum(below, 0.5)), upper)
+    log_factorial = np.array([math.lgamma(i + 1) for i in range(count)])
+    below = np.exp(np.arange(count)[:, None] * np.log(mean) - mean - log_factorial[:, None])
+    below = below.sum(axis=0)
+    out: FloatArray = np.log1p(-np.minimum(below, 0.5))
+    small = below >= 0.5  # (then the mean is below about ``count``: the tail is short)
+    if small.any():
+        # Terms past ``count`` fall off once past the mean; 60 more, and twice as many as the
+        # mean is above ``count``, reach below 1e-20 of the first.
+        low = mean[small]
+        extra = count + 60 + int(max(float(low.max()) - count, 0.0) * 2)
+        j = np.arange(count, extra)
+        tail_factorial = np.array([math.lgamma(i + 1) for i in j])
+        log_upper = j[:, None] * np.log(low) - low - tail_factorial[:, None]
+        top = log_upper.max(axis=0)
+        out[small] = top + np.log(np.exp(log_upper - top).sum(axis=0))
     return out
 
 

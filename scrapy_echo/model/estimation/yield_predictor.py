@@ -2,8 +2,9 @@
 age and the clock (Pham, Santos and Freire, WSDM 2018, section 4.2), one candidate ``λ`` of
 :mod:`scrapy_echo.model.estimation.predictive`.
 
-Each crawl of a source (its first excepted) is one training example: the new links it found,
-against the features the source had just before it,
+Each crawl of a source (its first two excepted: the first found what was there, the second
+has no yield behind its average) is one training example: the new links it found, against the
+features the source had just before it,
 
 - ``avg`` and ``std``: the mean and standard deviation of the new links of its crawls in the
   last :data:`WINDOW` seconds (the paper's ``w = 168`` hours);
@@ -11,11 +12,13 @@ against the features the source had just before it,
 - ``tod``, ``dow``: the hour of the day and the day of the week (UTC), one-hot;
 - ``aa = avg · age``: the paper's "greedy reinforcement" term;
 
-35 numbers with an intercept. A linear least-squares fit (the paper's REG: trees and
-polynomials gained nothing there) on the examples of the last :data:`WINDOW` seconds is
-redone every :data:`RETRAIN_EVERY` seconds (the paper: every 3 hours). For the plan it is a
-rate: each source's predicted new links at the age it is typically crawled at (its recent mean
-interval), over that age (docs/how-it-works.rst, "Estimators that earn their place").
+35 numbers with an intercept. The paper fits a straight line (its REG: trees and polynomials
+gained nothing there) and only ranks by it; a rate must be positive, so here the counts and the
+age are logged and the fit is a Poisson regression (log link), on the examples of the last
+:data:`WINDOW` seconds, redone every :data:`RETRAIN_EVERY` seconds (the paper: every 3 hours).
+For the plan it is a rate: each source's predicted new links at the age it is typically crawled
+at (its recent mean interval), over that age (docs/how-it-works.rst, "Estimators that earn
+their place"). Each guard below answers a failure seen on the real traces.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ _MAX_LOG = 30.0  # log-rates clipped here: no overflow from a wild extrapolation
 
 
 class YieldPredictor:
-    """Online training data and a linear fit of new links per crawl.
+    """Online training data and a log-linear fit of new links per crawl.
 
     Examples
     --------
