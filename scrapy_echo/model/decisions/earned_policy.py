@@ -10,7 +10,7 @@ class EchoEarned(EchoNewPages):
     """ECHO-newpages planning, for ``λ`` and for ``P`` each, with the candidate estimate that
     has predicted the crawl's own observations best so far
     (:mod:`scrapy_echo.model.estimation.predictive`). Experimental: predicting better is not
-    planning better. On Reddit at 0.1 crawls/s seed 004's yield predictor predicted the new
+    planning better. On Reddit at 0.1 crawls/s Pham et al.'s yield predictor predicted the new
     links best and the plan it made caught a point less than the learned priors'
     (docs/benchmarks.rst, "Real traces")."""
 

@@ -16,7 +16,7 @@ unchanged):
   taken at an upper confidence value, so a source valued on a few pages is crawled enough to
   be learned (Pham et al.'s exploration done by optimism; docs/how-it-works.rst, "Estimating
   the parameters" and "Exploration");
-- every candidate estimate of ``λ`` (the learned priors', the paper's, seed 004's yield
+- every candidate estimate of ``λ`` (the learned priors', the paper's, Pham et al.'s yield
   predictor) and of ``P`` is scored by how well it predicts the crawl's own observations, for
   ``scrapy echo-report`` and the experimental ``echo-earned`` (docs/how-it-works.rst,
   "Estimators that earn their place");

@@ -94,7 +94,7 @@ class SourceLearner:
         self._mean_known: NDArray[np.bool_] | None = None
         self.refit_every = float(refit_every)
         # The candidate λ scored on the crawls to come, the candidate P on the clicks to come
-        # (docs/how-it-works.rst, "Estimators that earn their place"); seed 004's regression
+        # (docs/how-it-works.rst, "Estimators that earn their place"); Pham et al.'s regression
         # is one candidate λ.
         self.predictive = PredictiveScores(CANDIDATES)
         self.click_scores = PredictiveScores(PROFIT_CANDIDATES)
@@ -202,7 +202,7 @@ class SourceLearner:
         show only their latest links"); with ``sites`` (each source's site index), its rate
         borrows from its site's other sources as far as sites tell rates apart
         (docs/how-it-works.rst, "Rates pooled by site"). With ``learned_priors``, every
-        candidate ``λ`` (learned, plain, seed 004's yield predictor) and ``P`` (learned, plain)
+        candidate ``λ`` (learned, plain, Pham et al.'s yield predictor) and ``P`` (learned, plain)
         is rated for the crawls and clicks to come, and the learned ``λ`` and ``P`` are used
         (``P`` with its optimism); with ``earned`` too, for each the candidate that has
         predicted best so far (:attr:`predictive`, :attr:`click_scores`; docs/how-it-works.rst,
@@ -349,7 +349,7 @@ class SourceLearner:
         return out
 
     def _yield_rates(self, now: float) -> FloatArray | None:
-        """Seed 004's predicted rates, worked out again only when its fit is redone (every
+        """Pham et al.'s predicted rates, worked out again only when its fit is redone (every
         few hours: a pass over every source's window costs more than a re-solve's worth)."""
         self.yields.train(now)
         if self._yield_cache is None or self._yield_cache[0] != self.yields.trained_at:

@@ -27,7 +27,7 @@ import numpy as np
 from scrapy_echo.model.intervals.curves import FloatArray
 
 # The candidate ``λ`` ``SourceLearner.estimates`` rates: the priors learned from the spread of
-# all sources' rates (the default's), the paper's (one pooled rate), and seed 004's regression
+# all sources' rates (the default's), the paper's (one pooled rate), and Pham et al.'s regression
 # (model.estimation.yield_predictor).
 CANDIDATES = ("learned", "plain", "yield")
 # The candidate ``P``, scored by the clicks that follow (model.estimation.priors.Candidates):

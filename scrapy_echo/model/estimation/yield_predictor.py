@@ -1,4 +1,4 @@
-"""Seed 004's yield predictor: new links per crawl regressed on a source's recent yield, its
+"""Pham et al.'s yield predictor: new links per crawl regressed on a source's recent yield, its
 age and the clock (Pham, Santos and Freire, WSDM 2018, section 4.2), one candidate ``λ`` of
 :mod:`scrapy_echo.model.estimation.predictive`.
 
