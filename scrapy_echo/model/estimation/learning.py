@@ -246,8 +246,9 @@ class SourceLearner:
             lent = (lent_links, lent_span)
 
         found = candidate_estimates(
-            links, span, fit, self.cold, long_run, horizon=horizon, lent=lent
-        )
+            links, span, fit, self.cold, long_run, horizon=horizon, lent=lent,
+            learned=learned_priors,
+        )  # fmt: skip
         yields = self._yield_rates(now) if learned_priors else None
         rates = {**found.rates, "yield": _filled(yields, found.rates["learned"])}
         if learned_priors:  # every candidate rated for the crawls and clicks to come

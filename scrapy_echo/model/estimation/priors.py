@@ -104,7 +104,9 @@ def apply_cold_start(
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(λ, P, μ)`` for the solver: the learned priors' estimates (``λ`` learned, ``P``
     optimistic) with ``learned_priors``, else the paper's (see :func:`candidate_estimates`)."""
-    found = candidate_estimates(links, span, fit, cold, long_run, horizon, lent=lent)
+    found = candidate_estimates(
+        links, span, fit, cold, long_run, horizon, lent=lent, learned=learned_priors
+    )
     if learned_priors:
         return found.rates["learned"], found.profits["optimistic"], found.decay
     return found.rates["plain"], found.profits["plain"], found.decay
@@ -119,8 +121,11 @@ def candidate_estimates(
     horizon: float | None = None,
     *,
     lent: tuple[FloatArray, FloatArray] | None = None,
+    learned: bool = True,
 ) -> Candidates:
-    """Each source's evidence, smoothed toward priors, by every candidate.
+    """Each source's evidence, smoothed toward priors, by every candidate (without
+    ``learned``, the learned candidates are left as the plain ones: fitting their priors is
+    the costly part).
 
     ``links`` and ``span`` are each source's new links and the seconds they were found over
     (``CrawlHistory.window``); ``long_run`` the same over all its crawls, fading
@@ -154,8 +159,10 @@ def candidate_estimates(
             long_links, long_span = long_links + lent[0], long_span + lent[1]
         lam_prior = learned_prior = (long_links + weight) / (long_span + weight / pooled)
         # The long-run rate's posterior under the sources' spread of rates.
-        learned_rate = _learned_long_run(
-            np.where(crawled, long_links, 0.0), np.where(crawled, long_span, 0.0)
+        learned_rate = (
+            _learned_long_run(np.where(crawled, long_links, 0.0), np.where(crawled, long_span, 0.0))
+            if learned
+            else None
         )
         if learned_rate is not None:
             learned_prior = np.where(crawled, learned_rate, lam_prior)
@@ -189,7 +196,7 @@ def candidate_estimates(
     else:
         plain = np.where(fitted, fit_profit, p_prior)
     profits = {"learned": plain, "plain": plain, "optimistic": plain}
-    moments = posterior_moments(n, fit_profit)
+    moments = posterior_moments(n, fit_profit) if learned else None
     if moments is not None:  # (a source without pages keeps the pessimistic prior)
         mean, spread = moments
         profits["optimistic"] = np.where(n > 0, mean + OPTIMISM * spread, p_prior)
