@@ -37,7 +37,8 @@ class Section:
 
 class LocalNewsSite:
     """``host``: the loopback address it binds (each is its own download slot); ``disallow``:
-    path prefixes its robots.txt disallows; ``dies_after``: seconds after which it answers
+    path prefixes its robots.txt disallows; ``crawl_delay``: the ``Crawl-delay`` it asks
+    for there; ``dies_after``: seconds after which it answers
     every request with 503; ``slow``: (share, seconds): that share of the articles (every
     ``1/share``-th) answers only after that many seconds."""
 
@@ -47,12 +48,14 @@ class LocalNewsSite:
         *,
         host: str = "127.0.0.1",
         disallow: tuple[str, ...] = (),
+        crawl_delay: float | None = None,
         dies_after: float | None = None,
         slow: tuple[float, float] | None = None,
     ) -> None:
         self.sections = sections
         self.host = host
         self.disallow = disallow
+        self.crawl_delay = crawl_delay
         self.dies_after = dies_after
         self.slow = slow
         self.started = time.time()
@@ -228,6 +231,8 @@ def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
                 self._send(503, "<html><body>down</body></html>")
             elif path == "/robots.txt":
                 rules = "".join(f"Disallow: {prefix}\n" for prefix in site.disallow)
+                if site.crawl_delay is not None:
+                    rules += f"Crawl-delay: {site.crawl_delay:g}\n"
                 self._send(200, f"User-agent: *\n{rules}", content_type="text/plain")
             elif path == "/":
                 self._front()

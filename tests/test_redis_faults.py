@@ -69,7 +69,7 @@ def test_a_request_leased_more_than_the_limit_is_set_aside_as_dead(store):
     reply = exchange(store, Exchange(want=2), max_attempts=2)
     assert reply.dead == ["p:crash"]
     assert [payload for _, payload in reply.leased] == [b'{"n":2}']  # the next one instead
-    assert store.client.hget(store.keys["dead"], "p:crash") == b'e|1.0|{"n":1}'
+    assert store.client.hget(store.keys["dead"], "p:crash") == b'E|1.0||{"n":1}'
     assert not store.client.hexists(store.keys["req"], "p:crash")
     assert not store.client.hexists(store.keys["attempts"], "p:crash")
     assert store.counters()["dead"] == 1

@@ -24,7 +24,7 @@ def test_a_push_refused_by_a_worker_holding_the_emptied_lease_does_not_lose_the_
         assert stats.get_value("echo/redis/refused_not_holder") == 1
         # Its renewal finds its term gone from the log: Redis lost its data, not a take-over.
         polled = store.poll(worker.token, planner.term, planner.lease_ms(), "0-0", 10)
-        worker.planner_round.handle("poll", polled)
+        worker.planner_round.handle("poll", (polled, None))
         assert planner.term == 2
         assert stats.get_value("echo/redis/planner_regained") == 1
         assert store.client.get(store.keys["solver"]) == worker.token.encode()
@@ -42,7 +42,7 @@ def test_a_push_refused_after_a_real_take_over_ends_the_term_at_the_renewal(redi
         worker.planner_round._pushed((-1, []))
         assert planner.active  # until its renewal says whose lease it is
         polled = store.poll(worker.token, planner.term, planner.lease_ms(), "0-0", 10)
-        worker.planner_round.handle("poll", polled)
+        worker.planner_round.handle("poll", (polled, None))
         assert not planner.active and not worker.runtime.holds_state
         assert store.client.get(store.keys["solver"]) == b"another-worker"
     finally:

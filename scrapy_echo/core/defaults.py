@@ -39,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_MAX_INTERVAL": None,  # s: every source is crawled at least this often (None: no bound)
     "ECHO_SEEN_TTL": 30 * 86400.0,  # s a link or fetched page is remembered unseen (0: ever)
     "ECHO_POLITENESS": True,  # hand the engine only requests whose download slot is free
+    "ECHO_MAX_CRAWL_DELAY": 60.0,  # s: robots.txt's Crawl-delay is honoured up to this
     "ECHO_SAME_SITE": True,  # a source yields links of its own site (and ECHO_ALLOWED_HOSTS)
     "ECHO_ALLOWED_HOSTS": [],  # further hosts (or registered domains) any source may link to
     "ECHO_STRIP_PARAMS": list(DEFAULT_STRIP_PARAMS),  # query parameters that name no page

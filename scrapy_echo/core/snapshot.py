@@ -224,6 +224,10 @@ def _once(build: Callable[[], Remembered]) -> Callable[[], Remembered]:
     return get
 
 
+class NewerVersion(codec.CodecError):
+    """A snapshot a newer build wrote (a rolling upgrade): readable there, not here."""
+
+
 def read(data: bytes) -> dict[str, Any]:
     """The snapshot in ``data``, its sources as :class:`SourceStatus` and its learner as a
     :class:`SourceLearner`; :class:`codec.CodecError` if ``data`` is not a snapshot of this
@@ -232,6 +236,11 @@ def read(data: bytes) -> dict[str, Any]:
     if not isinstance(snapshot, dict) or snapshot.get("format") != FORMAT:
         raise codec.CodecError("not a state snapshot")
     version = snapshot.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        raise NewerVersion(
+            f"a state snapshot of version {version}, written by a newer build: this build "
+            f"reads version {VERSION}"
+        )
     if version != VERSION:
         raise codec.CodecError(
             f"a state snapshot of version {version!r:.20}, and this build reads version "

@@ -11,10 +11,17 @@ other host. The scheduler asks :meth:`Politeness.wait` before handing a request 
 The downloader's own state lags by a moment (a request handed over reaches its slot only
 after the downloader middlewares ran), so requests handed over and not yet seen in a slot are
 counted here too (:meth:`handed`, cleared by ``request_reached_downloader``).
+
+robots.txt's ``Crawl-delay`` (Scrapy's parsers read it; Scrapy itself does not apply it) is a
+floor under the slot's delay: set on the slot as each request reaches it, so AutoThrottle
+cannot take it lower, and used for the plan's capacity. A delay over
+``ECHO_MAX_CRAWL_DELAY`` is cut to it (logged): a host asking for an hour between requests
+would otherwise stop the crawl of its sources.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import defaultdict, deque
@@ -27,6 +34,8 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
+logger = logging.getLogger(__name__)
+
 # A request handed over that has not reached its slot after this long was dropped on the way
 # (a downloader middleware answered it, or filtered it): it no longer occupies the slot.
 _IN_TRANSIT = 2.0
@@ -37,7 +46,7 @@ _BUSY_NAP = 0.1
 class Politeness:
     """Free and busy download slots, read from the crawler's downloader."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, *, max_crawl_delay: float = 60.0) -> None:
         self.crawler = crawler
         settings = crawler.settings
         self.per_ip = settings.getint("CONCURRENT_REQUESTS_PER_IP") > 0
@@ -50,9 +59,13 @@ class Politeness:
             delay = max(delay, settings.getfloat("AUTOTHROTTLE_START_DELAY"))
         self.delay = delay
         self.slot_settings: dict[str, dict[str, Any]] = settings.getdict("DOWNLOAD_SLOTS")
+        self.crawl_delays: dict[str, float] = {}  # host -> robots.txt's Crawl-delay (s)
+        self.max_crawl_delay = max_crawl_delay
+        self._user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
         self._in_transit: defaultdict[str, deque[float]] = defaultdict(deque)
         self._last_handed: dict[str, float] = {}
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
+        crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
 
     # -- slots --------------------------------------------------------------------------------
     def slot_key(self, request: Request) -> str:
@@ -102,11 +115,21 @@ class Politeness:
         when the downloader has the slot, AutoThrottle's included), ``inf`` without a delay
         (then concurrency and the server's speed bound it, which the crawl budget covers)."""
         slot = self._slots().get(host)
-        delay = slot.delay if slot is not None else self.slot_delay(host)
+        delay = self._current_delay(host, slot) if slot is not None else self.slot_delay(host)
         return 1.0 / delay if delay > 0 else math.inf
 
     def slot_delay(self, key: str) -> float:
-        return float(self.slot_settings.get(key, {}).get("delay", self.delay))
+        """The delay slot ``key`` starts with (its settings, or the default), or robots.txt's
+        Crawl-delay if longer."""
+        delay = float(self.slot_settings.get(key, {}).get("delay", self.delay))
+        return max(delay, self.crawl_delays.get(key, 0.0))
+
+    def current_delays(self) -> dict[str, float]:
+        """Each download slot's delay now (AutoThrottle's and Crawl-delay included)."""
+        return {key: self._current_delay(key, slot) for key, slot in self._slots().items()}
+
+    def _current_delay(self, key: str, slot: Any) -> float:
+        return max(float(slot.delay), self.crawl_delays.get(key, 0.0))
 
     def slot_concurrency(self, key: str) -> int:
         return int(self.slot_settings.get(key, {}).get("concurrency", self.concurrency))
@@ -117,6 +140,26 @@ class Politeness:
         transit = self._in_transit.get(str(key)) if key is not None else None
         if transit:
             transit.popleft()
+        floor = self.crawl_delays.get(str(key)) if key is not None else None
+        slot = self._slots().get(str(key)) if floor else None
+        if slot is not None and slot.delay < floor:
+            slot.delay = floor  # (before the slot sends it: the downloader reads it after)
+
+    def _robots_parsed(self, robotparser: Any, request: Request, **_: Any) -> None:
+        host = urlsplit(request.url).hostname or ""
+        try:
+            asked = robotparser.crawl_delay(self._user_agent or "*")
+        except Exception:  # a parser of the user's (ROBOTSTXT_PARSER) that fails on it
+            logger.debug("ECHO could not read Crawl-delay for %s", host, exc_info=True)
+            return
+        if asked is None or not math.isfinite(asked) or asked <= 0:
+            self.crawl_delays.pop(host, None)
+            return
+        delay = min(float(asked), self.max_crawl_delay)
+        if delay < asked:
+            logger.warning("ECHO: %s asks for a Crawl-delay of %g s; keeping %g s "
+                           "(ECHO_MAX_CRAWL_DELAY)", host, asked, delay)  # fmt: skip
+        self.crawl_delays[host] = delay
 
     def _downloader(self) -> Any:
         try:

@@ -58,6 +58,7 @@ class EchoConfig:
     max_interval: float
     seen_ttl: float
     politeness: bool
+    max_crawl_delay: float
     same_site: bool
     allowed_hosts: tuple[str, ...]
     identity: PageIdentity
@@ -124,6 +125,7 @@ class EchoConfig:
             max_interval=max_interval,
             seen_ttl=get.number("ECHO_SEEN_TTL", at_least=0.0) or math.inf,
             politeness=get.flag("ECHO_POLITENESS"),
+            max_crawl_delay=get.number("ECHO_MAX_CRAWL_DELAY", at_least=0.0),
             same_site=get.flag("ECHO_SAME_SITE"),
             allowed_hosts=get.names("ECHO_ALLOWED_HOSTS"),
             identity=PageIdentity(get.names("ECHO_STRIP_PARAMS"), _normalizer(get)),

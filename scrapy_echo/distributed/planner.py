@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
 
     from scrapy_echo.crawler.runtime import EchoRuntime
-    from scrapy_echo.distributed.store import RedisStore
+    from scrapy_echo.distributed.store import Queued, RedisStore
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +62,7 @@ _SNAPSHOT_NEVER = -math.inf
 # re-queue: it failed (failures send no event) or its report is long applied.
 _PAGES_KEPT_LEASES = 4
 _SAVE_SHARE_INVERSE = 10
+_RETRY_AFTER_LEASES = 10  # a worker that gave the lease up tries again after this many
 
 
 @dataclass
@@ -76,7 +77,8 @@ class Loaded:
     feeds: Any = None
     dedup: EventDedup = field(default_factory=EventDedup)
     refused: int = 0
-    error: str | None = None
+    error: str | None = None  # unreadable (set aside in Redis, the crawl starts afresh)
+    newer: str | None = None  # written by a newer build: left for a worker that reads it
     dedup_error: str | None = None
 
 
@@ -99,6 +101,12 @@ class PlannerHost(Protocol):
     def next_echo_request(self, now: float, *, count: bool = True) -> Request | None: ...
 
     def next_refresh_request(self, now: float) -> Request | None: ...
+
+    def queued_slot(self, request: Request) -> str: ...
+
+    def set_aside_state(self) -> str: ...
+
+    def release_lease(self) -> None: ...
 
     def inc_stat(self, key: str, count: int = 1) -> None: ...
 
@@ -167,8 +175,15 @@ class Planner:
             policy = make_policy(self.config.policy)
             out.state, _, out.refused = snapshots.restore(self.config, saved, decode, policy)
             out.policy = policy
+        except snapshots.NewerVersion as exc:
+            out.newer = str(exc)
+            return out
         except CodecError as exc:
             out.error = str(exc)
+            return out
+        except (RecursionError, MemoryError, ArithmeticError, LookupError, TypeError) as exc:
+            # (A state nested or shaped beyond what the decoder checks: unreadable as well.)
+            out.error = f"{type(exc).__name__}: {exc!s:.200}"
             return out
         out.last_event, out.feeds = event, saved.get("feeds")
         if "events_applied" in saved:
@@ -183,9 +198,19 @@ class Planner:
         if not (self.loading and loaded.ticket == self._loading and self.active):
             return  # the lease was lost meanwhile
         self.loading = False
+        if loaded.newer is not None:
+            # A rolling upgrade: a newer worker planned last. Planning from scratch here would
+            # throw its state away; leave the lease to a worker that reads it.
+            self.scheduler.inc_stat("echo/redis/planner_newer_state")
+            logger.error("ECHO state in Redis: %s; this worker leaves planning to one that "
+                         "reads it (upgrade it)", loaded.newer)  # fmt: skip
+            self.give_up_lease("its saved state is a newer build's")
+            return
         if loaded.error is not None:
             self.scheduler.count_rejected("snapshot")
-            logger.error("ECHO state in Redis unreadable (%s); starting from scratch", loaded.error)
+            aside = self.scheduler.set_aside_state()
+            logger.error("ECHO state in Redis unreadable (%s); kept as %s, starting from the "
+                         "sources", loaded.error, aside)  # fmt: skip
         if loaded.refused:
             self.scheduler.count_rejected("snapshot_request", loaded.refused)
         if loaded.dedup_error is not None:
@@ -257,6 +282,13 @@ class Planner:
             if pages:
                 self.scheduler.inc_stat("echo/planner/set_aside/refresh", len(pages))
         self.scheduler.inc_stat("echo/planner/set_aside", len(rids))
+
+    def give_up_lease(self, why: str) -> None:
+        """Step down and release the lease at once, for another worker to take; this one
+        waits ten leases before trying again (the same failure would come back)."""
+        self.step_down(why)
+        self._next_try = self.runtime.clock() + _RETRY_AFTER_LEASES * self.config.redis_solver_lease
+        self.scheduler.release_lease()
 
     def step_down(self, why: str) -> None:
         if self.active:
@@ -330,11 +362,11 @@ class Planner:
                 rows.append({})  # counted as missing its fields
         self.runtime.signal_intake.push(rows)
 
-    def choose(self, depth: int, now: float) -> list[tuple[str, float, str]]:
+    def choose(self, depth: int, now: float) -> list[Queued]:
         """Requests to queue so that about ``ECHO_REDIS_QUEUE_AHEAD`` seconds of the budget
         wait in Redis: fresh enough to follow the policy, enough that no worker idles."""
         target = max(2, math.ceil(self.runtime.crawl_rate() * self.config.redis_queue_ahead))
-        chosen: list[tuple[str, float, str]] = []
+        chosen: list[Queued] = []
         stale = now - 2 * self.config.redis_lease_timeout
         for rid in [rid for rid, queued in self.outstanding.items() if queued < stale]:
             del self.outstanding[rid]  # its report never came (a refused or lost request)
@@ -364,7 +396,8 @@ class Planner:
             # Queue order is decision order, except that a new page goes before every source
             # crawl and refetch already queued: new pages first, as on one machine.
             score = now * 1000 + (-_PAGE_HEAD_START_MS if kind == "page" else 0.0)
-            chosen.append((rid, score + self._seq % 1000 / 1000, payload))
+            slot = self.scheduler.queued_slot(request)
+            chosen.append((rid, score + self._seq % 1000 / 1000, payload, slot))
         return chosen
 
     def _next_request(self, now: float) -> Request | None:

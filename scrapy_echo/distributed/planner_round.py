@@ -11,6 +11,7 @@ choices; this module only moves them.)
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,11 +25,14 @@ if TYPE_CHECKING:
 
     from scrapy_echo.core import snapshot as snapshots
     from scrapy_echo.crawler.runtime import EchoRuntime
+    from scrapy_echo.distributed.fleet_politeness import FleetPoliteness
     from scrapy_echo.distributed.iothread import RedisThread
     from scrapy_echo.distributed.store import RedisStore
 
 
 logger = logging.getLogger(__name__)
+
+_DELAYS_EVERY = 5.0  # s between reads of the slots' delays the workers reported
 
 
 class RoundHost(Protocol):
@@ -39,6 +43,7 @@ class RoundHost(Protocol):
     token: str
     io: RedisThread
     runtime: EchoRuntime
+    fleet: FleetPoliteness
 
     def clock(self) -> float: ...
 
@@ -51,6 +56,7 @@ class PlannerRound:
     def __init__(self, host: RoundHost) -> None:
         self.host = host
         self._saving = False  # a save under way (encoding or uploading): none begins
+        self._delays_read = -math.inf
 
     def trip(self, now: float, solves: list[str]) -> Any:
         """On the Redis thread, after the worker's exchange: take the lease if it is free,
@@ -75,7 +81,11 @@ class PlannerRound:
                 EVENTS_PER_ROUND,
                 solves,
             )
-            return "poll", polled
+            delays = None
+            if now - self._delays_read >= _DELAYS_EVERY:
+                self._delays_read = now
+                delays = self.host.store.reported_delays()
+            return "poll", (polled, delays)
         return None
 
     def handle(self, what: str, detail: Any) -> Deferred[None] | None:
@@ -103,7 +113,9 @@ class PlannerRound:
                 planner.regained(detail)
                 host.inc_stat("echo/redis/planner_regained")
             return None
-        held, events, sources, depth, signals = detail
+        (held, events, sources, depth, signals), delays = detail
+        if delays is not None:
+            host.fleet.update(delays)
         if not held:
             planner.step_down("its lease expired (the worker stalled)")
             return None
@@ -153,9 +165,11 @@ class PlannerRound:
         encoded.addCallback(upload).addCallbacks(saved, failed).addBoth(over)
 
     def _load_failed(self, failure: Any) -> None:
-        # A bug in rebuilding the state: not planning without it (the lease runs out).
-        logger.error("ECHO could not load the planner's state: %s", failure.getTraceback())
-        self.host.planner.step_down("its saved state could not be loaded")
+        # A bug in taking over (rebuilding the state, the first re-solve): not planning
+        # without it; the lease goes back at once, for another worker to try.
+        logger.error("ECHO could not take over as planner: %s", failure.getTraceback())
+        self.host.inc_stat("echo/redis/planner_take_over_failed")
+        self.host.planner.give_up_lease("it could not take over")
 
     def _pushed(self, result: tuple[int, list[str]]) -> None:
         added, dead = result

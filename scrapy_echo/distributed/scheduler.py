@@ -36,6 +36,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo.core.events import Event, SourceAdded, SourceFetched, to_json
+from scrapy_echo.crawler.busy_slots import BusySlots
 from scrapy_echo.crawler.callbacks import check_link_middlewares, check_page_callback
 from scrapy_echo.crawler.echo_requests import landed_on_fetched
 from scrapy_echo.crawler.runtime import EchoComponent
@@ -45,11 +46,12 @@ from scrapy_echo.distributed import preflight
 from scrapy_echo.distributed.clock import FleetClock
 from scrapy_echo.distributed.connection import redis_client
 from scrapy_echo.distributed.dedup import stamp
+from scrapy_echo.distributed.fleet_politeness import FleetPoliteness, changed_delays
 from scrapy_echo.distributed.iothread import RedisThread
 from scrapy_echo.distributed.leases import HeldLeases
 from scrapy_echo.distributed.planner import Planner
 from scrapy_echo.distributed.planner_round import PlannerRound
-from scrapy_echo.distributed.store import Exchange, RedisStore, Reply, key_base
+from scrapy_echo.distributed.store import Exchange, FleetRules, RedisStore, Reply, key_base
 from scrapy_echo.distributed.wire import RequestRules
 from scrapy_echo.inputs import source_control
 from scrapy_echo.inputs.source_control import SOURCES_POLL, SourcesFile
@@ -76,6 +78,17 @@ class DistributedScheduler(EchoComponent):
         # stay unused here, the shared queue in Redis is this worker's lane).
         self.local = EchoScheduler(crawler, runtime)
         self.local.request_rules = RequestRules.allowing(runtime.config.redis_meta_allow)
+        # This worker's downloader keeps the politeness of the slots leased to it (and
+        # reports their delays); the planner queues by the fleet's turns per slot.
+        config = runtime.config
+        self.downloads = self.local.politeness
+        self.fleet = FleetPoliteness(crawler, ahead=config.redis_queue_ahead,
+                                     max_crawl_delay=config.max_crawl_delay)  # fmt: skip
+        self.local.politeness = self.fleet
+        self.local.busy = BusySlots(self.fleet, self.local.inc_stat)
+        if config.politeness:
+            runtime.politeness = self.fleet
+        self._sent_delays: dict[str, float] = {}
         self.client = redis_client(crawler.settings)
         self.store: RedisStore = None  # type: ignore[assignment]  # set in open()
         self.io = RedisThread()
@@ -117,12 +130,32 @@ class DistributedScheduler(EchoComponent):
         return self.local.decode(payload)
 
     def next_echo_request(self, now: float, *, count: bool = True) -> Request | None:
-        # The planner queues for the whole fleet: each worker's downloader keeps its own
-        # politeness, which this process's slots do not show.
-        return self.local.next_echo_request(now, count=count, polite=False)
+        # Polite by the fleet's turns per slot (FleetPoliteness), not this downloader's.
+        return self.local.next_echo_request(now, count=count)
 
     def next_refresh_request(self, now: float) -> Request | None:
-        return self.local.next_refresh_request(now, count=False, polite=False)
+        return self.local.next_refresh_request(now, count=False)
+
+    def set_aside_state(self) -> str:
+        """Move the saved state (unreadable) aside in Redis, kept for its owner to look at;
+        the key it goes to. (Queued on the Redis thread before any save of a fresh state.)"""
+        aside = f"{self.store.keys['state']}:unreadable:{int(time.time() * 1000)}"
+        failed = self.io.run(self.store.set_aside_state, self.token, aside)
+        failed.addErrback(lambda f: logger.error("ECHO could not set the unreadable state "
+                                                 "aside: %s", f.getErrorMessage()))  # fmt: skip
+        return aside
+
+    def release_lease(self) -> None:
+        released = self.io.run(self.store.release_solver, self.token)
+        released.addErrback(lambda f: logger.warning("ECHO could not release the planner "
+                                                     "lease: %s", f.getErrorMessage()))  # fmt: skip
+
+    def queued_slot(self, request: Request) -> str:
+        """The download slot of ``request``, queued by the planner now: it takes the slot's
+        next turn."""
+        key = self.fleet.slot_key(request)
+        self.fleet.handed(key)
+        return key
 
     def open(self, spider: Spider) -> None:
         self.local.attach(spider)
@@ -226,7 +259,8 @@ class DistributedScheduler(EchoComponent):
         except ValueError as exc:
             self.count_rejected("unencodable", message=str(exc))
             return False
-        self.outbox.plain.append((rid, time.time() * 1000, payload))
+        slot = self.downloads.slot_key(request)
+        self.outbox.plain.append((rid, time.time() * 1000, payload, slot))
         self.inc_stat("echo/scheduler/enqueued/plain")
         return True
 
@@ -288,7 +322,15 @@ class DistributedScheduler(EchoComponent):
             "plain_share": config.plain_share,
             "done_ttl_ms": int(config.redis_dupefilter_ttl * 1000),
             "max_attempts": config.redis_max_attempts,
+            "fleet": self._fleet_rules if config.politeness else None,
         }
+
+    @property
+    def _fleet_rules(self) -> FleetRules:
+        # A slot's request is leased up to three poll intervals before its turn: the worker
+        # holds it until then (its downloader keeps the delay), and asks again sooner.
+        horizon = max(0.05, 3 * self.runtime.config.redis_poll_interval)
+        return FleetRules(self.token, round(self.downloads.delay * 1000), round(horizon * 1000))
 
     def _next_round(self, _: object = None) -> None:
         """Schedule the next round trip, after a jittered poll interval: workers started
@@ -313,6 +355,11 @@ class DistributedScheduler(EchoComponent):
         self.inc_stat("echo/redis/rounds")
         batch, self.outbox = self.outbox, Exchange()
         batch.want = max(0, self.runtime.config.redis_prefetch - len(self.held))
+        if self.runtime.config.politeness:
+            now_delays = self.downloads.current_delays()
+            changed = changed_delays(now_delays, self._sent_delays, self.downloads.delay)
+            batch.delays.update(changed)
+            self._sent_delays.update(changed)  # (a failed round sends them again)
         lease = self.runtime.config.redis_lease_timeout
         if now - self._renewed_at > lease / 3:
             self._renewed_at = now

@@ -7,6 +7,7 @@ the reactor. Keys are ``{<ECHO_REDIS_KEY_PREFIX>:<spider>}:<name>`` (:func:`key_
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 KEY_NAMES = (
     "queue",  # ECHO's requests, in the order the planner chose them (sorted set)
     "plainq",  # the spider's own requests (sorted set, by time)
-    "req",  # request id -> "<lane>|<score>|<json>" (hash)
+    "req",  # request id -> "<LANE>|<score>|<slot>|<json>" (hash)
     "leases",  # "<request id>|<lease number>" -> expiry in ms (sorted set)
     "done",  # ids of pages and filtered requests done -> when (sorted set; the dupefilter)
     "budget",  # the global token bucket (hash)
@@ -36,6 +37,9 @@ KEY_NAMES = (
     "solves",  # "<term> <ms>" per re-solve, so anyone can check one solver at a time (list)
     "signals",  # change signals users add, fields url and ts (stream; the planner takes them)
     "crawl",  # which crawl these keys hold: project, spider class, when created (hash)
+    "owners",  # download slot -> "<token>|<until ms>|<leases held>": its worker (hash)
+    "host_next",  # download slot -> when (ms) its next request may be leased (hash)
+    "host_delay",  # download slot -> its delay (s), as its worker's downloader keeps it (hash)
 )
 
 
@@ -65,6 +69,20 @@ def _stream_fields(entries: Any) -> list[dict[bytes, bytes]]:
     return rows
 
 
+@dataclass(frozen=True)
+class FleetRules:
+    """Fleet politeness for one worker's round trips (:mod:`.scripts`): its token, the delay
+    of a slot no worker reported, and how far ahead a slot's turn may be to lease now."""
+
+    token: str
+    default_delay_ms: int
+    horizon_ms: int
+
+
+# A queued request: id, score, stored JSON, download slot ('' for none).
+Queued = tuple[str, float, str, str]
+
+
 @dataclass
 class Exchange:
     """What a worker sends and asks for in one round trip."""
@@ -72,8 +90,9 @@ class Exchange:
     events: list[str] = field(default_factory=list)
     acks: list[str] = field(default_factory=list)
     renew: list[str] = field(default_factory=list)
-    plain: list[tuple[str, float, str]] = field(default_factory=list)  # id, score, json
+    plain: list[Queued] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)  # kinds of payloads refused
+    delays: dict[str, float] = field(default_factory=dict)  # slot -> its delay now (s)
     want: int = 0
 
     def put_back(self, batch: Exchange) -> None:
@@ -83,6 +102,7 @@ class Exchange:
         self.acks[:0] = batch.acks
         self.plain[:0] = batch.plain
         self.rejected[:0] = batch.rejected
+        self.delays = {**batch.delays, **self.delays}
 
 
 @dataclass
@@ -117,6 +137,7 @@ class RedisStore:
         self._take_signals = register(scripts.TAKE_SIGNALS)
         self._take_sources = register(scripts.TAKE_SOURCES)
         self._claim = register(scripts.CLAIM)
+        self._set_aside = register(scripts.SET_ASIDE_STATE)
 
     def _k(self, *names: str) -> list[str]:
         return [self.keys[name] for name in names]
@@ -138,6 +159,7 @@ class RedisStore:
         plain_share: float,
         done_ttl_ms: int,
         max_attempts: int,
+        fleet: FleetRules | None = None,
     ) -> Reply:
         """Send events, acks, lease renewals and plain requests; lease up to ``want``
         requests within the global budget. One transaction: if it raises, nothing of it
@@ -145,25 +167,29 @@ class RedisStore:
         arrive twice, and the planner drops the second copy by their worker and sequence
         number). If one command fails inside it (a key of the wrong type), the others took
         effect: what it carried is in ``Reply.unsent``, to send again. ``Reply.server`` is
-        Redis's time (s)."""
+        Redis's time (s). With ``fleet``, leases keep each download slot's politeness for
+        the fleet (:mod:`.scripts`), and ``batch.delays`` updates the slots' delays."""
+        token = fleet.token if fleet is not None else ""
+        default_ms = fleet.default_delay_ms if fleet is not None else 0
         pipe = self.client.pipeline(transaction=True)
         pipe.time()
         for event in batch.events:
             pipe.xadd(self.keys["events"], {"d": event})
         parts = ["time"] + ["event"] * len(batch.events)
+        if batch.delays:
+            pipe.hset(self.keys["host_delay"], mapping=batch.delays)  # type: ignore[arg-type]
+            parts.append("delays")
         if batch.acks:
-            self._ack(self._k("leases", "req", "done", "counters", "attempts"),
-                      [done_ttl_ms, *batch.acks], client=pipe)  # fmt: skip
+            keys = self._k("leases", "req", "done", "counters", "attempts", "owners", "host_delay")
+            self._ack(keys, [done_ttl_ms, token, default_ms, *batch.acks], client=pipe)
             parts.append("acks")
         if batch.renew:
-            self._renew(self._k("leases"), [lease_ms, *batch.renew], client=pipe)
+            keys = self._k("leases", "req", "owners")
+            self._renew(keys, [lease_ms, token, *batch.renew], client=pipe)
             parts.append("renew")
         if batch.plain:
-            flat: list[Any] = [""]
-            for rid, score, payload in batch.plain:
-                flat += [rid, "p", repr(score), payload]
-            self._push(self._k("queue", "plainq", "req", "done", "solver", "dead"), flat,
-                       client=pipe)  # fmt: skip
+            self._push(self._k("queue", "plainq", "req", "done", "solver", "dead"),
+                       ["", *_flat(batch.plain, "p")], client=pipe)  # fmt: skip
             parts.append("plain")
         for kind in batch.rejected:
             pipe.hincrby(self.keys["counters"], f"rejected:{kind}", 1)
@@ -171,8 +197,9 @@ class RedisStore:
         if batch.want > 0:
             self._lease(
                 self._k("queue", "plainq", "req", "leases", "budget", "served", "counters",
-                        "attempts", "dead"),
-                [batch.want, lease_ms, rate, burst, plain_share, max_attempts],
+                        "attempts", "dead", "owners", "host_next", "host_delay"),
+                [batch.want, lease_ms, rate, burst, plain_share, max_attempts, token,
+                 default_ms, fleet.horizon_ms if fleet is not None else 0],
                 client=pipe,
             )  # fmt: skip
             parts.append("lease")
@@ -215,25 +242,27 @@ class RedisStore:
         decoded = [(eid.decode(), fields.get(b"d", b"")) for eid, fields in events]
         return int(held), decoded, list(sources), int(depth), _stream_fields(taken)
 
+    def reported_delays(self) -> dict[str, float]:
+        """The download slots' delays as their workers last reported them."""
+        return _delays(self.client.hgetall(self.keys["host_delay"]))  # type: ignore[arg-type]
+
     def renew_solver(self, token: str, term: int, lease_ms: int) -> int:
         """Only renew the planner lease (as :meth:`poll` does): the term held, or 0."""
         keys = self._k("solver", "counters", "solver_log")
         return int(self._renew_solver(keys, [token, lease_ms, term]))
 
-    def push(self, token: str, requests: list[tuple[str, float, str]]) -> int:
+    def push(self, token: str, requests: list[Queued] | list[tuple[str, float, str]]) -> int:
         """Queue the planner's requests (fenced: -1 if it no longer holds the lease)."""
         return self.push_checked(token, requests)[0]
 
     def push_checked(
-        self, token: str, requests: list[tuple[str, float, str]]
+        self, token: str, requests: list[Queued] | list[tuple[str, float, str]]
     ) -> tuple[int, list[str]]:
         """:meth:`push`, and the ids of those set aside in ``dead`` (not queued again: the
-        planner then counts a source's crawl as failed)."""
-        flat: list[Any] = [token]
-        for rid, score, payload in requests:
-            flat += [rid, "e", repr(score), payload]
+        planner then counts a source's crawl as failed). A request without a slot (three
+        fields) is queued outside fleet politeness."""
         keys = self._k("queue", "plainq", "req", "done", "solver", "dead")
-        added, dead = self._push(keys, flat)
+        added, dead = self._push(keys, [token, *_flat(requests, "e")])
         return int(added), [rid.decode() for rid in dead]
 
     def save_snapshot(self, token: str, state: bytes, event_id: str) -> bool:
@@ -245,10 +274,20 @@ class RedisStore:
         self.client.delete(staged)
         view = memoryview(state)
         for at in range(0, len(view), SNAPSHOT_BLOCK):
-            self.client.append(staged, view[at : at + SNAPSHOT_BLOCK].tobytes())
-        self.client.pexpire(staged, _STAGED_TTL_MS)  # a planner that dies mid-upload
+            # Each block renews the staged copy's expiry: a planner that dies mid-upload
+            # leaves nothing behind for longer than that.
+            pipe = self.client.pipeline(transaction=False)
+            pipe.append(staged, view[at : at + SNAPSHOT_BLOCK].tobytes())
+            pipe.pexpire(staged, _STAGED_TTL_MS)
+            pipe.execute()
         keys = [*self._k("solver", "snapshot", "events", "state"), staged]
         return bool(self._save(keys, [token, event_id, len(state)]))
+
+    def set_aside_state(self, token: str, aside: str) -> bool:
+        """Move the saved state to ``aside`` (its size and event in ``aside:snapshot``), if
+        this worker holds the lease: a state no worker can read is kept, never saved over."""
+        keys = [*self._k("solver", "snapshot", "state"), aside, f"{aside}:snapshot"]
+        return bool(self._set_aside(keys, [token]))
 
     def load_snapshot(self) -> tuple[bytes, str] | None:
         """The saved state and the last event in it, read a block at a time."""
@@ -271,6 +310,28 @@ class RedisStore:
         return {key.decode(): int(value) for key, value in counters.items()}
 
 
+def _delays(stored: dict[bytes, bytes]) -> dict[str, float]:
+    """The slots' reported delays; a value that is not a finite number >= 0 is left out."""
+    delays = {}
+    for key, value in stored.items():
+        try:
+            delay = float(value)
+        except ValueError:
+            continue
+        if math.isfinite(delay) and delay >= 0:
+            delays[key.decode(errors="replace")] = delay
+    return delays
+
+
+def _flat(requests: Any, lane: str) -> list[Any]:
+    """The PUSH script's arguments for ``requests`` of ``lane``."""
+    flat: list[Any] = []
+    for rid, score, payload, *slot in requests:
+        # '|' separates an entry's fields; no host name has one.
+        flat += [rid, lane, repr(score), (slot[0] if slot else "").replace("|", "%7C"), payload]
+    return flat
+
+
 def _reply(batch: Exchange, parts: list[str], answers: list[Any]) -> Reply:
     """The transaction's answers, one per command of ``parts``, as a :class:`Reply`."""
     reply = Reply()
@@ -290,6 +351,8 @@ def _reply(batch: Exchange, parts: list[str], answers: list[Any]) -> Reply:
             unsent.acks = batch.acks
         elif failed and part == "plain":
             unsent.plain = batch.plain
+        elif failed and part == "delays":
+            unsent.delays = batch.delays
         elif failed:
             continue  # renewals go again at the next renewal; leases are asked again
         elif part == "time":

@@ -1,0 +1,68 @@
+"""Politeness as the planner sees it: each download slot's turns for the whole fleet.
+
+In Redis mode no one downloader holds every slot: a slot is leased to one worker at a time
+(:mod:`.scripts`), whose downloader keeps its delay. The planner still chooses, as the one
+process scheduler does, only among sources whose slot can take a request soon, so the queue
+does not fill with a slow host's pages while fast hosts wait: a slot takes one request per
+delay, and the planner queues a slot's request only when that slot's turn falls within the
+``ECHO_REDIS_QUEUE_AHEAD`` seconds the queue holds. Each slot's delay is the longest of its
+settings, robots.txt's Crawl-delay (as this worker read it) and what the slot's worker
+reports (AutoThrottle's current delay, its Crawl-delay): the plan's capacity per host is that
+of the fleet, not of one worker.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING
+
+from scrapy_echo.crawler.politeness import Politeness
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+class FleetPoliteness(Politeness):
+    def __init__(self, crawler: Crawler, *, ahead: float, max_crawl_delay: float) -> None:
+        super().__init__(crawler, max_crawl_delay=max_crawl_delay)
+        self.ahead = ahead  # s of turns the queue may hold ahead
+        self.reported: dict[str, float] = {}  # slot -> delay its worker reported (s)
+        self._turn: dict[str, float] = {}  # slot -> when its next request may leave
+
+    def slot_delay(self, key: str) -> float:
+        return max(super().slot_delay(key), self.reported.get(key, 0.0))
+
+    def wait(self, key: str) -> float:
+        if self.slot_delay(key) <= 0:
+            return 0.0  # no delay: the slot's worker keeps its concurrency
+        return max(0.0, self._turn.get(key, -math.inf) - time.monotonic() - self.ahead)
+
+    def handed(self, key: str) -> None:
+        """A request for slot ``key`` was queued: it takes the slot's next turn."""
+        now = time.monotonic()
+        self._turn[key] = max(self._turn.get(key, now), now) + self.slot_delay(key)
+
+    def capacity(self, host: str) -> float:
+        delay = self.slot_delay(host)
+        return 1.0 / delay if delay > 0 else math.inf
+
+    def update(self, reported: dict[str, float]) -> None:
+        """The slots' delays as their workers last reported them."""
+        self.reported = reported
+
+
+def changed_delays(
+    now: dict[str, float], sent: dict[str, float], default: float
+) -> dict[str, float]:
+    """The slots whose delay moved by more than 5 % (or 10 ms) since last sent (a slot never
+    sent counts as at ``default``): what a worker reports, without a write per round."""
+    changed = {}
+    for key, delay in now.items():
+        before = sent.get(key, default)
+        if abs(delay - before) > max(0.01, 0.05 * before):
+            changed[key] = delay
+    return changed
+
+
+__all__ = ["FleetPoliteness", "changed_delays"]
