@@ -33,6 +33,7 @@ from scrapy_echo.crawler.runtime import EchoComponent
 from scrapy_echo.inputs.signalfeed import SignalRow
 from scrapy_echo.model.refetch.content import digest
 from scrapy_echo.sources.outlinks import SourceContent, published_time, read_source
+from scrapy_echo.sources.zones import UnknownZones, unknown_zones
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -50,6 +51,7 @@ class EchoSpiderMiddleware(EchoComponent):
         super().__init__(*args, **kwargs)
         self._unreadable_logged = set()
         self._last_dates: dict[str, float] = {}  # per source URL, the latest date it was given
+        self._unknown_zone_logged = False
 
     # (The link collector, last in the chain, marks each response done.)
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
@@ -77,13 +79,15 @@ class EchoSpiderMiddleware(EchoComponent):
 
     def _source_response(self, response: Response, echo: dict[str, Any]) -> list[Request]:
         config = self.runtime.config
-        content = read_source(
-            response,
-            extractor=getattr(self.crawler.spider, "echo_link_extractor", None),
-            identity=config.identity,
-            same_site=config.site_rule,
-            limit=config.max_links_per_source,
-        )
+        with unknown_zones() as zones:
+            content = read_source(
+                response,
+                extractor=getattr(self.crawler.spider, "echo_link_extractor", None),
+                identity=config.identity,
+                same_site=config.site_rule,
+                limit=config.max_links_per_source,
+            )
+        self._count_unknown_zones(zones, response.url)
         self.inc_stat(f"echo/sources/kind/{content.kind}")
         if content.bad_urls:
             self.inc_stat("echo/links/bad_url", content.bad_urls)
@@ -139,10 +143,27 @@ class EchoSpiderMiddleware(EchoComponent):
             self.inc_stat("echo/signals/own", len(moved))
             runtime.signal_intake.add(moved)
 
+    def _count_unknown_zones(self, zones: UnknownZones, where: str) -> None:
+        """Dates whose zone name RFC 822 does not define, read as UTC: counted, the first
+        logged (:mod:`scrapy_echo.sources.zones`)."""
+        if not zones.count:
+            return
+        self.inc_stat("echo/dates/unknown_zone", zones.count)
+        if not self._unknown_zone_logged:
+            self._unknown_zone_logged = True
+            logger.warning(
+                "ECHO read a date on %s with the time zone %r, which RFC 822 does not define, "
+                "as UTC (at most 14 h off); more are only counted (echo/dates/unknown_zone)",
+                where,
+                zones.first,
+            )
+
     def _page_response(self, response: Response, echo: dict[str, Any]) -> None:
         appeared = float(echo["appeared"])
         start, end = echo.get("window", (appeared, appeared))
-        stated = published_time(response)
+        with unknown_zones() as zones:
+            stated = published_time(response)
+        self._count_unknown_zones(zones, response.url)
         if stated is not None and start <= stated <= end:
             appeared = stated
             self.inc_stat("echo/pages/published_time_used")
