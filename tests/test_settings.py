@@ -148,6 +148,32 @@ def test_addon_enables_every_component_unless_disabled() -> None:
     assert not any("Echo" in str(k) for k in off.settings.getdict("SPIDER_MIDDLEWARES"))
 
 
+def test_addon_obeys_robots_txt_unless_the_project_says_otherwise(caplog) -> None:
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+    from scrapy.settings import SETTINGS_PRIORITIES
+    from scrapy.utils.test import get_crawler
+
+    addon = {"ADDONS": {"scrapy_echo.Addon": 0}}
+    with caplog.at_level("INFO", logger="scrapy_echo.crawler.addon"):
+        crawler = get_crawler(settings_dict=addon)
+    assert crawler.settings.getbool("ROBOTSTXT_OBEY") is True
+    assert crawler.settings.getpriority("ROBOTSTXT_OBEY") == SETTINGS_PRIORITIES["addon"]
+    RobotsTxtMiddleware.from_crawler(crawler)  # on (off, it raises NotConfigured)
+    assert "ECHO crawl obeys robots.txt (the ECHO add-on's default" in caplog.text
+
+    for said in (False, True):
+        caplog.clear()
+        with caplog.at_level("INFO", logger="scrapy_echo.crawler.addon"):
+            crawler = get_crawler(settings_dict={**addon, "ROBOTSTXT_OBEY": said})
+        assert crawler.settings.getbool("ROBOTSTXT_OBEY") is said
+        way = "obeys" if said else "ignores"
+        assert f"ECHO crawl {way} robots.txt (ROBOTSTXT_OBEY = {said} in" in caplog.text
+
+    # ECHO off: the add-on changes nothing, Scrapy's own default stands.
+    off = get_crawler(settings_dict={**addon, "ECHO_ENABLED": False})
+    assert off.settings.getbool("ROBOTSTXT_OBEY") is False
+
+
 def test_bounded_state_and_no_click_settings() -> None:
     assert config().seen_ttl == 30 * 86400.0
     assert config(ECHO_SEEN_TTL=0).seen_ttl == math.inf

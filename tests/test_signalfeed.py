@@ -160,6 +160,44 @@ def test_a_sitemap_index_signals_the_sitemaps_whose_lastmod_moved() -> None:
     assert book.count[source] == 2 and crawler.stats.get_value("echo/signalfeed/source") == 2
 
 
+def test_a_lastmod_in_the_future_does_not_hide_the_later_ones(caplog) -> None:
+    from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
+    from tests.test_middlewares import source_request
+
+    crawler, runtime, clock = setup()
+    index = runtime.state.add_source("http://news.test/sitemap_index.xml")
+    mw = EchoSpiderMiddleware.from_crawler(crawler)
+    child = "http://news.test/sitemap-news.xml"
+
+    def crawl_index(when: str) -> None:
+        request = source_request(index, "http://news.test/sitemap_index.xml")
+        mw.handle_response(index_response(request, {child: when}))
+
+    clock.now = 2000.0
+    book = runtime.state.signals
+    crawl_index("1970-01-01T00:16:40Z")  # 1000 s
+    source = runtime.state.add_source(child)
+    assert book.count[source] == 1
+    with caplog.at_level("WARNING"):
+        crawl_index("1970-01-02T00:33:20Z")  # a day ahead of the clock: a change, said oddly
+        crawl_index("1970-01-02T00:33:20Z")  # the same date again: nothing new
+        crawl_index("1970-01-02T00:50:00Z")  # moved, still ahead: another change
+    assert book.count[source] == 3
+    # The dates ahead did not raise the mark: a later, real date still counts as moved.
+    crawl_index("1970-01-01T00:25:00Z")  # 1500 s
+    assert book.count[source] == 4
+    assert crawler.stats.get_value("echo/signals/own/future") == 3
+    assert len([r for r in caplog.records if "in the future" in r.getMessage()]) == 1
+    # Within the clock-skew allowance a date is not "in the future".
+    crawl_index("1970-01-01T00:33:30Z")  # 2010 s
+    assert book.count[source] == 5
+    assert crawler.stats.get_value("echo/signals/own/future") == 3
+    # Once the clock passes a date that came early, it is not signalled a second time.
+    clock.now = 200_000.0
+    crawl_index("1970-01-02T00:50:00Z")
+    assert book.count[source] == 5
+
+
 def test_a_dated_link_to_a_known_source_signals_it() -> None:
     from scrapy.http import XmlResponse
 

@@ -49,7 +49,10 @@ ECHO_REDIS_QUEUE_AHEAD = 2.0  # default 2 s
 ECHO_REDIS_DUPEFILTER_TTL = 7 * 86400.0  # default 7 days
 ECHO_REDIS_POLL_INTERVAL = 0.1  # default 0.1 s
 
-ROBOTSTXT_OBEY = False  # the embedded site has no robots.txt
+# Scrapy's project template sets this too (the ECHO add-on would turn it on anyway): here it
+# holds for the baseline spider as well, which runs without the add-on, so both crawlers ask
+# the embedded site for its robots.txt alike (it has none: a 404, which allows everything).
+ROBOTSTXT_OBEY = True
 CONCURRENT_REQUESTS = 8
 TELNETCONSOLE_ENABLED = False
 LOG_LEVEL = "INFO"

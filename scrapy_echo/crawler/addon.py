@@ -24,6 +24,12 @@ class Addon:
     With ``REDIS_URL`` set, the scheduler is the distributed one
     (``scrapy_echo.distributed.scheduler.DistributedScheduler``).
 
+    It also obeys robots.txt (``ROBOTSTXT_OBEY = True``, at ``"addon"`` priority) unless the
+    settings say otherwise: Scrapy's own default is ``False`` (its project template writes
+    ``True``), and a monitor that recrawls a site for as long as it runs should not ignore
+    the site's robots.txt only because a project left the setting out. It logs which way
+    the crawl runs, and why.
+
     The equivalent explicit settings::
 
         SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"
@@ -60,6 +66,21 @@ class Addon:
             "SPIDER_MIDDLEWARES", EchoLinkCollector, ORDER
         )
         settings.setdefault_in_component_priority_dict("EXTENSIONS", EchoExtension, 500)
+        _obey_robots_txt_by_default(settings)
+
+
+def _obey_robots_txt_by_default(settings: BaseSettings) -> None:
+    """``ROBOTSTXT_OBEY`` on, unless something above Scrapy's default set it (the project,
+    the spider, ``-s``, or another add-on): their choice stands, either way."""
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    if (settings.getpriority("ROBOTSTXT_OBEY") or 0) > SETTINGS_PRIORITIES["default"]:
+        obey = settings.getbool("ROBOTSTXT_OBEY")
+        why = f"ROBOTSTXT_OBEY = {obey} in the settings"
+    else:
+        settings.set("ROBOTSTXT_OBEY", True, "addon")
+        obey, why = True, "the ECHO add-on's default; set ROBOTSTXT_OBEY to choose"
+    logger.info("ECHO crawl %s robots.txt (%s)", "obeys" if obey else "ignores", why)
 
 
 def _warn_if_overridden(settings: BaseSettings, ours: str) -> None:

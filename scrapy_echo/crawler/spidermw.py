@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +28,11 @@ from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded
 from scrapy_echo.core.identity import fold_scheme
 from scrapy_echo.crawler.echo_requests import link_request
 from scrapy_echo.crawler.link_batch import LinkBatch
+from scrapy_echo.crawler.own_signals import CLOCK_SKEW, OwnSignals
 from scrapy_echo.crawler.runtime import EchoComponent
-from scrapy_echo.inputs.signalfeed import SignalRow
 from scrapy_echo.model.refetch.content import digest
 from scrapy_echo.sources.outlinks import SourceContent, published_time, read_source
+from scrapy_echo.sources.zones import UnknownZones, unknown_zones
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -49,7 +49,9 @@ class EchoSpiderMiddleware(EchoComponent):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._unreadable_logged = set()
-        self._last_dates: dict[str, float] = {}  # per source URL, the latest date it was given
+        self._own_signals = OwnSignals()
+        self._unknown_zone_logged = False
+        self._future_date_logged = False
 
     # (The link collector, last in the chain, marks each response done.)
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
@@ -77,13 +79,15 @@ class EchoSpiderMiddleware(EchoComponent):
 
     def _source_response(self, response: Response, echo: dict[str, Any]) -> list[Request]:
         config = self.runtime.config
-        content = read_source(
-            response,
-            extractor=getattr(self.crawler.spider, "echo_link_extractor", None),
-            identity=config.identity,
-            same_site=config.site_rule,
-            limit=config.max_links_per_source,
-        )
+        with unknown_zones() as zones:
+            content = read_source(
+                response,
+                extractor=getattr(self.crawler.spider, "echo_link_extractor", None),
+                identity=config.identity,
+                same_site=config.site_rule,
+                limit=config.max_links_per_source,
+            )
+        self._count_unknown_zones(zones, response.url)
         self.inc_stat(f"echo/sources/kind/{content.kind}")
         if content.bad_urls:
             self.inc_stat("echo/links/bad_url", content.bad_urls)
@@ -96,16 +100,17 @@ class EchoSpiderMiddleware(EchoComponent):
             self.runtime.observe(SourceAdded(url))
         if content.sources:
             self.inc_stat("echo/sources/found", len(content.sources))
-        self._dates_moved(content)
+        runtime = self.runtime
+        fetched = float(echo.get("fetched", runtime.clock()))
+        self._dates_moved(content, fetched, response.url)
         links = [(link.url, link.published) for link in content.links]
         # Where the state is, a link seen before needs no probe (it is no new page); a
         # distributed worker without it probes every link, and the planner sorts them out.
-        runtime = self.runtime
         known = runtime.state.links_seen([url for url, _ in links]) if runtime.holds_state else []
         treated: list[str | None] = ["" if seen else None for seen in known] or [None] * len(links)
         batch = LinkBatch(
             str(echo.get("url", response.url)),
-            float(echo.get("fetched", runtime.clock())),
+            fetched,
             links,
             echo.get("etag"),
             echo.get("lm"),
@@ -117,12 +122,13 @@ class EchoSpiderMiddleware(EchoComponent):
             link_request(url, i, callback) for i, (url, _) in enumerate(links) if treated[i] is None
         ]
 
-    def _dates_moved(self, content: SourceContent) -> None:
+    def _dates_moved(self, content: SourceContent, fetched: float, where: str) -> None:
         """The change signals a source response carries itself: a sitemap index's ``lastmod``
         for a sitemap it lists, and (on the machine holding the state) a dated link to a
         known source, such as a sitemap or feed listing section pages. Each date counts
-        once, when it moves past the last one seen for that URL; the core drops it if the
-        source was crawled since."""
+        once, when it moves past the last one seen for that URL; a date ahead of the clock
+        neither hides the later ones nor counts twice (:mod:`scrapy_echo.crawler.own_signals`).
+        The core drops a signal if the source was crawled since."""
         dated = dict(content.source_dates)
         runtime = self.runtime
         if runtime.holds_state:
@@ -130,19 +136,46 @@ class EchoSpiderMiddleware(EchoComponent):
             for link in content.links:  # (clean already: their key is the folded URL)
                 if link.published is not None and fold_scheme(link.url) in known:
                     dated[link.url] = link.published
-        moved = []
-        for url, changed in dated.items():
-            if changed > self._last_dates.get(url, -math.inf):
-                self._last_dates[url] = changed
-                moved.append(SignalRow(url, changed))
-        if moved:
-            self.inc_stat("echo/signals/own", len(moved))
-            runtime.signal_intake.add(moved)
+        moved = self._own_signals.moved(dated, fetched)
+        if moved.ahead:
+            self.inc_stat("echo/signals/own/future", len(moved.ahead))
+            if not self._future_date_logged:  # once, then counted
+                self._future_date_logged = True
+                url, changed = next(iter(moved.ahead.items()))
+                logger.warning(
+                    "ECHO source %s dates %s %.0f s in the future (more than %g s ahead of the "
+                    "clock): such dates are change signals, never the latest date seen; more "
+                    "are only counted (echo/signals/own/future)",
+                    where,
+                    url,
+                    changed - fetched,
+                    CLOCK_SKEW,
+                )
+        if moved.signals:
+            self.inc_stat("echo/signals/own", len(moved.signals))
+            runtime.signal_intake.add(moved.signals)
+
+    def _count_unknown_zones(self, zones: UnknownZones, where: str) -> None:
+        """Dates whose zone name RFC 822 does not define, read as UTC: counted, the first
+        logged (:mod:`scrapy_echo.sources.zones`)."""
+        if not zones.count:
+            return
+        self.inc_stat("echo/dates/unknown_zone", zones.count)
+        if not self._unknown_zone_logged:
+            self._unknown_zone_logged = True
+            logger.warning(
+                "ECHO read a date on %s with the time zone %r, which RFC 822 does not define, "
+                "as UTC (at most 14 h off); more are only counted (echo/dates/unknown_zone)",
+                where,
+                zones.first,
+            )
 
     def _page_response(self, response: Response, echo: dict[str, Any]) -> None:
         appeared = float(echo["appeared"])
         start, end = echo.get("window", (appeared, appeared))
-        stated = published_time(response)
+        with unknown_zones() as zones:
+            stated = published_time(response)
+        self._count_unknown_zones(zones, response.url)
         if stated is not None and start <= stated <= end:
             appeared = stated
             self.inc_stat("echo/pages/published_time_used")

@@ -2,8 +2,14 @@
 standard JSON parser.
 
 feedparser picks each Atom entry's ``rel="alternate"`` link (or the first link without a
-``rel``), never a ``rel="replies"`` comment feed, and reads every date form feeds use into UTC.
-It is given the body as bytes, never a URL, so it fetches nothing.
+``rel``), never a ``rel="replies"`` comment feed. It is given the body as bytes, never a URL,
+so it fetches nothing.
+
+An entry's date is read from the text feedparser found by
+:func:`~scrapy_echo.sources.published.parse_time`, as every other source's dates are:
+feedparser's own reading takes a zone name it does not know (``CEST``, most military
+letters) as UTC without a word. Only a form ``parse_time`` cannot read at all (the localised
+forms feedparser knows) is taken as feedparser reads it.
 """
 
 from __future__ import annotations
@@ -87,8 +93,13 @@ def parse_json_feed(body: bytes) -> list[FeedItem] | None:
 
 
 def _entry_time(entry: Any) -> float | None:
-    for key in ("published_parsed", "created_parsed", "updated_parsed"):
-        moment = entry.get(key)
+    for key in ("published", "created", "updated"):
+        stated = entry.get(key)
+        if isinstance(stated, str):
+            parsed = parse_time(stated)
+            if parsed is not None:
+                return parsed
+        moment = entry.get(f"{key}_parsed")
         if moment is not None:
             try:
                 return float(calendar.timegm(moment))

@@ -3,6 +3,8 @@
 BOT_NAME = "monitor"
 SPIDER_MODULES = ["monitor.spiders"]
 ADDONS = {"scrapy_echo.Addon": 0}
+# Off here, though the add-on would turn it on: some tests count every request the local site
+# sees (a robots.txt fetch would be one more); test_politeness turns it on with -s.
 ROBOTSTXT_OBEY = False
 TELNETCONSOLE_ENABLED = False
 LOG_LEVEL = "INFO"
