@@ -55,7 +55,7 @@ class EchoExtension(EchoComponent):
         return extension
 
     def spider_opened(self) -> None:
-        self.read_click_feeds()
+        self._read_clicks_on()  # (a failure is logged: the loops start whatever the feed holds)
         self._loop = LoopingCall(self.resolve)
         # The scheduler made the first plan when it opened.
         self._loop.start(self.runtime.config.resolve_interval, now=False)
@@ -137,6 +137,15 @@ class EchoExtension(EchoComponent):
                 self.inc_stat("echo/clickfeed/invalid", new)
                 self.inc_stat(f"echo/clickfeed/invalid/{kind}", new)
         return taken
+
+    def _read_clicks_on(self) -> None:
+        """:meth:`read_click_feeds`; a failure is logged and counted, never raised: the loops
+        go on."""
+        try:
+            self.read_click_feeds()
+        except Exception:
+            logger.exception("ECHO could not fold in the click feed; trying again next re-solve")
+            self.inc_stat("echo/clickfeed/errors")
 
     def read_signal_feeds(self) -> int:
         """Hand on every complete row the signal feeds gained (only the planner reads them in

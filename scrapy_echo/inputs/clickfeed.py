@@ -7,7 +7,10 @@ Two formats, with the same columns:
 - CSV (``.csv``): a header naming ``url``, ``ts`` and ``clicks`` (any order, other columns
   ignored), then a row a line.
 
-``ts`` is epoch seconds or an ISO 8601 time (naive means UTC); ``clicks`` a finite number
+``ts`` is epoch seconds (1970 to 2286) or an ISO 8601 time (naive means UTC); a number that
+looks like milliseconds, microseconds or nanoseconds since the epoch is refused with a message
+naming the unit, not rescaled (:func:`check_timestamp`), and the crawl refuses a click stamped
+more than a day after its own clock (:func:`check_not_ahead`). ``clicks`` is a finite number
 ``>= 0``; ``url`` an absolute http(s) URL, canonicalised so it matches the crawler's links.
 
 :class:`ClickFeedReader` returns the complete rows added since its last read. A line still
@@ -42,6 +45,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -56,6 +60,14 @@ _COLUMNS = ("url", "ts", "clicks")
 _HEAD_BYTES = 64
 _TAIL_BYTES = 4096  # the bytes before the offset a file must still hold to be read on from it
 _DIGEST_SIZE = 16
+
+# Epoch seconds up to here (the year 2286: ten digits) are times; a larger number of 13, 16 or
+# 19 digits is that span in a finer unit, and refused with a message naming it.
+LATEST_SECONDS = 1e10
+_FINER_UNITS = (("milliseconds", 1e3), ("microseconds", 1e6), ("nanoseconds", 1e9))
+# How far past the crawl's clock a click may be stamped: another host's clock, a time zone
+# slip; further is a broken export.
+AHEAD_SLACK = 86_400.0
 
 
 class InvalidClickRow(ValueError):
@@ -106,14 +118,63 @@ def check_url(url: object) -> str:
 
 
 def check_timestamp(value: object) -> float:
-    """Epoch seconds from a number or an ISO 8601 time; else :class:`InvalidClickRow`."""
+    """Epoch seconds from a number or an ISO 8601 time, from 1970 up to :data:`LATEST_SECONDS`;
+    else :class:`InvalidClickRow`.
+
+    A number of milliseconds, microseconds or nanoseconds since the epoch (as analytics exports
+    often write times) is refused, with a message that names the unit it looks like, not
+    rescaled: a guess would silently mis-date a feed whose numbers mean something else, and
+    the export is fixed with one division. Every row of such a feed is refused alike, so its
+    first is logged and the rest counted (``ts_milliseconds`` and so on).
+
+    >>> check_timestamp(1764000000)
+    1764000000.0
+    >>> try:
+    ...     check_timestamp(1764000000000)
+    ... except InvalidClickRow as refused:
+    ...     print(refused.kind, str(refused).split(" (")[0])
+    ts_milliseconds ts 1764000000000 looks like milliseconds since the epoch
+    """
     number = _number(value)
+    numeric = number is not None
     if number is None and isinstance(value, str):
         # Every offset form (Z, +00:00, +0000) on every Python (scrapy_echo.sources.published).
         number = parse_time(value)
     if number is None or not math.isfinite(number):
         raise InvalidClickRow("bad_ts", f"ts {value!r} is not epoch seconds or ISO 8601")
-    return number
+    if 0 <= number < LATEST_SECONDS:
+        return number
+    if numeric and number > 0:  # (an ISO time names its date: no unit to mistake)
+        for unit, per_second in _FINER_UNITS:
+            seconds = number / per_second
+            if seconds < LATEST_SECONDS:
+                raise InvalidClickRow(
+                    f"ts_{unit}",
+                    f"ts {value!r} looks like {unit} since the epoch ({_utc(seconds)} if it "
+                    f"is); ts must be epoch seconds: divide it by {per_second:.0f}",
+                )
+    raise InvalidClickRow(
+        "ts_out_of_range", f"ts {value!r} is outside 1970 to 2286 in epoch seconds"
+    )
+
+
+def check_not_ahead(ts: float, now: float) -> None:
+    """Refuse a click stamped more than :data:`AHEAD_SLACK` after ``now``, the crawl's clock
+    (:class:`InvalidClickRow` ``ts_future``): no clock skew or time zone slip puts it there, and
+    taken it would date every click still waiting for its page (they are given up by how old
+    they are next to the latest)."""
+    if ts > now + AHEAD_SLACK:
+        raise InvalidClickRow(
+            "ts_future",
+            f"ts {ts:.0f} ({_utc(ts)}) is more than a day after the crawl's clock ({_utc(now)})",
+        )
+
+
+def _utc(seconds: float) -> str:
+    try:
+        return f"{datetime.fromtimestamp(seconds, timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
+    except (OverflowError, ValueError, OSError):  # (a clock far off the calendar)
+        return f"{seconds:g} s"
 
 
 def _clicks(value: object) -> float:
