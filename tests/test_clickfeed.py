@@ -107,6 +107,12 @@ BAD_ROWS = [
     ("jsonl", line(ts="yesterday"), "bad_ts"),
     ("jsonl", line(ts=True), "bad_ts"),
     ("jsonl", '{"url": "http://e.com/", "ts": 1' + "0" * 400 + ', "clicks": 1}\n', "bad_ts"),
+    ("jsonl", line(ts=1e300), "ts_out_of_range"),  # (an age past any bin index)
+    ("jsonl", line(ts=-1), "ts_out_of_range"),
+    ("jsonl", line(ts="9999-12-31T00:00:00Z"), "ts_out_of_range"),
+    ("jsonl", line(ts=1_764_000_000_000), "ts_milliseconds"),
+    ("jsonl", line(ts="1764000000000000"), "ts_microseconds"),
+    ("csv", "http://example.com/a,1764000000000000000,1\n", "ts_nanoseconds"),
     ("jsonl", '{"url": "http://e.com/", "ts": 1, "clicks": 1e400}\n', "bad_clicks"),
     ("jsonl", '{"url": "http://e.com/", "ts": 1, "clicks": NaN}\n', "bad_clicks"),
     ("jsonl", line(clicks=-1), "bad_clicks"),

@@ -147,3 +147,80 @@ def test_a_damaged_position_reads_from_the_top_whatever_was_read_before(tmp_path
     assert len(reader.read()) == 1  # (in an earlier term, into a state since given up)
     reader.restore({"offset": "x"})
     assert [row.ts for row in reader.read()] == [1.0]
+
+
+# -- a copy that lags behind the saved position (replicas do) ---------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_copy_that_lags_behind_the_position_is_waited_for_not_read_twice(
+    tmp_path, suffix, caplog
+) -> None:
+    def row(i: int) -> str:
+        return csv_row(f"p{i}", i, i) if suffix == ".csv" else line(f"http://a.test/{i}", i, i)
+
+    header = "url,ts,clicks\n" if suffix == ".csv" else ""
+    rows = [row(i) for i in range(60)]
+    feed = tmp_path / f"clicks{suffix}"
+    feed.write_text(header + "".join(rows[:40]))
+    first = ClickFeedReader(feed)
+    assert len(first.read()) == 40
+    saved = saved_position(first)
+    copy = tmp_path / "replica" / f"clicks{suffix}"
+    copy.parent.mkdir()
+    copy.write_text(header + "".join(rows[:20]) + rows[20][:5])  # behind, mid-row
+    resumed = ClickFeedReader(copy)
+    resumed.restore(saved)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        assert resumed.read() == [] and resumed.behind
+        append(copy, rows[20][5:] + "".join(rows[21:40]) + rows[40][:3])  # up to the position
+        assert resumed.read() == [] and not resumed.behind
+        append(copy, rows[40][3:] + "".join(rows[41:45]))
+        assert [r.ts for r in resumed.read()] == [float(i) for i in range(40, 45)]
+    assert [r.getMessage() for r in caplog.records if "catching up" in r.getMessage()] == [
+        f"Click feed {copy} holds {len(header) + sum(map(len, rows[:20])) + 5} bytes, fewer "
+        f"than the {saved['offset']} read from the copy its position was saved on, and the "
+        "same ones: a copy still catching up; its rows are read once it has grown past that "
+        "point"
+    ]
+    assert resumed.invalid == {}
+
+
+def test_a_rotated_file_shorter_than_the_position_is_read_from_its_top(tmp_path) -> None:
+    # The same header and first row, longer than the first bytes kept, then other rows: a new
+    # day's file. Only the bytes before the marks it reaches tell it from a lagging copy.
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    start = "url,ts,clicks\n" + csv_row("index-" + "x" * 60, 1, 1)
+    old.write_text(start + "".join(csv_row(f"o{i}", i, 1) for i in range(99)))
+    reader = ClickFeedReader(old)
+    reader.read()
+    saved = saved_position(reader)
+    new.write_text(start + "".join(csv_row(f"n{i}", 2, 1) for i in range(30)))
+    assert new.stat().st_size < saved["offset"] and saved["marks"]
+    again = ClickFeedReader(new)
+    again.restore(saved)
+    assert len(again.read()) == 31 and not again.behind
+
+
+@given(rows=rows_strategy, cut=st.floats(0, 1), more=st.integers(0, 3))
+def test_a_copy_cut_anywhere_before_the_position_gives_each_row_once(
+    tmp_path_factory, rows, cut, more
+) -> None:
+    data = "".join(line(f"http://example.com/{page}", ts, clicks) for page, ts, clicks, _ in rows)
+    data_bytes = data.encode()
+    folder = tmp_path_factory.mktemp("feed")
+    (folder / "whole.jsonl").write_bytes(data_bytes)
+    expected = ClickFeedReader(folder / "whole.jsonl").read()
+    known = len(rows) - min(more, len(rows) - 1)  # rows read on the first host
+    end = sum(len(line(f"http://example.com/{p}", ts, c).encode()) for p, ts, c, _ in rows[:known])
+    (folder / "first.jsonl").write_bytes(data_bytes[:end])
+    first = ClickFeedReader(folder / "first.jsonl")
+    got = first.read()
+    copy = folder / "copy.jsonl"
+    copy.write_bytes(data_bytes[: int(cut * end)])  # the replica, somewhere behind
+    resumed = ClickFeedReader(copy)
+    resumed.restore(saved_position(first))
+    got += resumed.read()
+    append(copy, data_bytes[int(cut * end) :])  # it catches up, and gains the rest
+    got += resumed.read()
+    assert got == expected

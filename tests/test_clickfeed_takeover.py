@@ -87,6 +87,27 @@ def test_a_planner_on_another_host_counts_each_click_once(tmp_path, where) -> No
     assert crawler.stats.get_value("echo/clickfeed/rows") == 5
 
 
+def test_a_planner_failing_over_to_a_copy_that_lags_counts_each_click_once(tmp_path) -> None:
+    feed = tmp_path / "host-a" / "clicks.jsonl"
+    feed.parent.mkdir()
+    feed.write_text(rows(0, 10))
+    _, first, first_feeds = planner_on(feed)
+    assert first_feeds.read_click_feeds() == 10
+    copy = tmp_path / "host-b" / "clicks.jsonl"  # the replica: five rows behind
+    copy.parent.mkdir()
+    copy.write_text(rows(0, 5))
+    crawler, second, second_feeds = planner_on(copy)
+    take_over(first, second)
+    for _ in range(2):
+        assert second_feeds.read_click_feeds() == 0  # counted already, by the first planner
+    assert crawler.stats.get_value("echo/clickfeed/behind") == 2
+    with open(copy, "a") as handle:
+        handle.write(rows(5, 7))  # it catches up, and two rows more
+    assert second_feeds.read_click_feeds() == 2
+    assert clicks_in(second.state) == feed_sum(copy)
+    assert crawler.stats.get_value("echo/clickfeed/rows") == 2
+
+
 def test_a_feed_missing_at_take_over_is_counted_reported_once_and_read_when_it_appears(
     tmp_path, caplog
 ) -> None:

@@ -123,3 +123,37 @@ def test_unknown_and_folded_pages_are_reported() -> None:
 def test_bad_parameters(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         ClickHistogram(**kwargs)
+
+
+# Times no clock gives (the feeds refuse them first): centuries off, infinite, not a number.
+far_times = st.one_of(st.floats(min_value=1e15), st.floats(max_value=-1e15), st.just(math.nan))
+
+
+@given(
+    bad=st.lists(st.tuples(far_times, st.floats(0, 10)), min_size=1),
+    width=st.sampled_from([1200.0, 60.0, 0.5]),
+)
+def test_clicks_at_times_no_clock_gives_are_ignored_not_raised(bad, width) -> None:
+    now = 1.7e9
+    sane = ClickHistogram(bin_width=width, bins=5)
+    tested = ClickHistogram(bin_width=width, bins=5)
+    for hist in (sane, tested):
+        hist.add_page("a", source=0, appeared=now, crawled=now)
+        hist.add_clicks(["a"], [now + width / 2], [3.0])
+    assert tested.add_clicks(["a"] * len(bad), [t for t, _ in bad], [n for _, n in bad]) == []
+    for hist in (sane, tested):
+        hist.add_clicks(["a"], [now + 1.5 * width], [2.0])
+    kept, got = sane.table(now + 10 * width), tested.table(now + 10 * width)
+    assert np.array_equal(got.increments, kept.increments)
+    assert np.array_equal(got.pages, kept.pages)
+    assert tested.caught == sane.caught == 5.0
+    assert tested.sees_before_crawl == sane.sees_before_crawl
+
+
+@given(ts=st.floats(allow_nan=True), clicks=st.floats(allow_nan=True))
+def test_no_click_row_raises(ts, clicks) -> None:
+    hist = ClickHistogram(bin_width=0.5, bins=5)
+    hist.add_page("a", source=0, appeared=1.7e9)
+    hist.add_clicks(["a", "a"], [ts, 1.7e9 + 0.1], [clicks, 1.0])
+    table = hist.table(1.7e9 + 100)
+    assert np.isfinite(table.increments).all() and math.isfinite(hist.caught)

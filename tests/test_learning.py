@@ -106,3 +106,11 @@ def test_the_candidate_p_are_scored_by_the_clicks_that_follow() -> None:
     # Saved and restored, the scores go on where they were.
     back = SourceLearner.from_data(learner.to_data())
     assert np.array_equal(back.click_scores.loglik, scores.loglik)
+
+
+def test_rows_no_clock_could_stamp_are_ignored_not_kept_waiting() -> None:
+    learner = SourceLearner(1, pending_horizon=100.0)
+    learner.add_clicks(["a", "b"], [10.0, 20.0], [1, 1])  # waiting for their pages
+    learner.add_clicks(["c", "d", "e"], [1e300, float("nan"), 30.0], [5, 1, float("inf")])
+    assert learner.pending_clicks == 2 and learner.dropped_clicks == 0  # none dated the others
+    assert learner.received == 2.0

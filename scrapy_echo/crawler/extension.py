@@ -5,7 +5,10 @@ seconds, one status line.
 Each round reads what the click feed files gained since the last round (``ECHO_CLICK_FEED``,
 tailed across rotations), hands the rows to the learner (which attributes each click to its
 page's source and age, and refits ``P, μ`` at most every ``ECHO_CLICK_PUSH_PERIOD``), refreshes
-``λ``, re-solves the intervals, logs one summary line and sets the ``echo/`` stats.
+``λ``, re-solves the intervals, logs one summary line and sets the ``echo/`` stats. A feed is
+read a batch at a time (:class:`~scrapy_echo.inputs.clickfeed.FeedReader`): a backlog larger
+than a batch is read on in the next reactor turns, a batch a turn, so the reactor serves the
+crawl (and a planner renews its lease) in between.
 
 The status line, like Scrapy's LogStats, says what the scheduler is doing: sources scheduled
 (kept by the plan) and idle, new pages waiting, the request rate against the budget, ``ω``
@@ -16,13 +19,14 @@ stat.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo.crawler.runtime import EchoComponent, EchoRuntime
-from scrapy_echo.inputs.clickfeed import ClickFeedReader
+from scrapy_echo.inputs.clickfeed import ClickFeedReader, FeedReader
 from scrapy_echo.inputs.signalfeed import SignalFeedReader
 
 if TYPE_CHECKING:
@@ -46,6 +50,9 @@ class EchoExtension(EchoComponent):
         self._loop: LoopingCall | None = None
         self._status_loop: LoopingCall | None = None
         self._responses_then = (0, 0.0)  # responses counted, and when, at the last status
+        # The next batch of a feed's backlog, by feed (IDelayedCall: zope interfaces do not
+        # type-check as classes).
+        self._reading_on: dict[str, Any] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -55,7 +62,7 @@ class EchoExtension(EchoComponent):
         return extension
 
     def spider_opened(self) -> None:
-        self.read_click_feeds()
+        self._read_clicks_on()  # (a failure is logged: the loops start whatever the feed holds)
         self._loop = LoopingCall(self.resolve)
         # The scheduler made the first plan when it opened.
         self._loop.start(self.runtime.config.resolve_interval, now=False)
@@ -63,13 +70,16 @@ class EchoExtension(EchoComponent):
         self._status_loop = LoopingCall(self.log_status)
         self._status_loop.start(self.runtime.config.log_interval, now=False)
         if self.runtime.signal_intake.readers:
-            self._signal_loop = LoopingCall(self.read_signal_feeds)
+            self._signal_loop = LoopingCall(self._read_signals_on)
             self._signal_loop.start(self.runtime.config.signal_poll_interval, now=True)
 
     def spider_closed(self) -> None:
         for loop in (self._loop, self._status_loop, self._signal_loop):
             if loop is not None and loop.running:
                 loop.stop()
+        for call in self._reading_on.values():
+            if call.active():
+                call.cancel()
 
     def log_status(self) -> dict[str, float]:
         """Log the status line and set its stats; returns its figures."""
@@ -123,9 +133,11 @@ class EchoExtension(EchoComponent):
             self.inc_stat("echo/solver/errors")
             return
         self._set_stats()
+        self._read_on_soon("click", self.runtime.feeds, self._read_clicks_on)
 
     def read_click_feeds(self) -> int:
-        """Fold in every complete row the feeds gained; returns how many were good."""
+        """Fold in the next batch of complete rows of each feed (at most ``batch_lines``:
+        :class:`~scrapy_echo.inputs.clickfeed.FeedReader`); returns how many were good."""
         taken = 0
         if not self.runtime.holds_state:
             return taken  # distributed mode: only the planner reads the feed files
@@ -133,14 +145,51 @@ class EchoExtension(EchoComponent):
             taken += self.runtime.add_clicks(reader.read())
             if reader.missing:  # (logged by the reader when it went)
                 self.inc_stat("echo/clickfeed/missing")
+            if reader.behind:  # (logged by the reader when it fell behind)
+                self.inc_stat("echo/clickfeed/behind")
             for kind, new in reader.new_invalid().items():
                 self.inc_stat("echo/clickfeed/invalid", new)
                 self.inc_stat(f"echo/clickfeed/invalid/{kind}", new)
         return taken
 
+    def _read_clicks_on(self) -> None:
+        """A batch of each click feed, then the next one in the next reactor turn while a feed
+        has a backlog. A failure is logged and counted, never raised: the loops go on."""
+        try:
+            self.read_click_feeds()
+        except Exception:
+            logger.exception("ECHO could not fold in the click feed; trying again next re-solve")
+            self.inc_stat("echo/clickfeed/errors")
+            return
+        self._read_on_soon("click", self.runtime.feeds, self._read_clicks_on)
+
+    def _read_signals_on(self) -> None:
+        """A batch of each signal feed, then the next one in the next reactor turn while a feed
+        has a backlog."""
+        self.read_signal_feeds()
+        self._read_on_soon("signal", self.runtime.signal_intake.readers, self._read_signals_on)
+
+    def _read_on_soon(
+        self, feed: str, readers: Sequence[FeedReader[Any]], read: Callable[[], object]
+    ) -> None:
+        """Call ``read`` in the next reactor turn if a reader stopped at its batch size (once,
+        however often asked): a backlog is read a batch a turn, between the crawl's own work
+        (and a planner's lease renewals), never all at once."""
+        if not any(reader.backlog for reader in readers):
+            return
+        call = self._reading_on.get(feed)
+        if call is not None and call.active():
+            return
+        # Imported here: importing it at module level would install a reactor of its own.
+        from twisted.internet import reactor as installed
+
+        reactor: Any = installed  # zope interfaces do not type-check as classes
+        self._reading_on[feed] = reactor.callLater(0, read)
+
     def read_signal_feeds(self) -> int:
-        """Hand on every complete row the signal feeds gained (only the planner reads them in
-        distributed mode); returns how many were good. A failure is logged, never fatal."""
+        """Hand on the next batch of complete rows of each signal feed (only the planner reads
+        them in distributed mode); returns how many were good. A failure is logged, never
+        fatal."""
         if not self.runtime.holds_state:
             return 0
         try:

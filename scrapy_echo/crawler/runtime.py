@@ -28,6 +28,7 @@ from scrapy_echo.crawler.link_batch import LinkBatch
 from scrapy_echo.crawler.settings import EchoConfig
 from scrapy_echo.crawler.signals import page_found, source_retired
 from scrapy_echo.crawler.throughput import LaneShare, Throughput
+from scrapy_echo.inputs.clickfeed import InvalidClickRow, check_not_ahead, parse_click
 from scrapy_echo.inputs.signalfeed import SignalIntake
 from scrapy_echo.model.decisions.policies import Policy
 from scrapy_echo.model.decisions.registry import make_policy
@@ -305,8 +306,11 @@ class EchoRuntime:
 
     # -- clicks ----------------------------------------------------------------------------
     def add_clicks(self, rows: Iterable[ClickRow]) -> int:
-        """Fold validated click rows into the learner; returns how many."""
-        rows = list(rows)
+        """Fold validated click rows into the learner; returns how many. A row stamped more
+        than a day after this crawl's clock is refused and counted here
+        (:func:`~scrapy_echo.inputs.clickfeed.check_not_ahead`)."""
+        now = self.clock()
+        rows = [row for row in rows if self._not_ahead(row, now)]
         if rows and not self.holds_state and self.transport is not None:
             self.transport(ClicksArrived(tuple([r.url, r.ts, r.clicks] for r in rows)))
             return len(rows)
@@ -325,6 +329,14 @@ class EchoRuntime:
                 stats.inc_value("echo/clickfeed/unmatched_rows", len(rows) - matched)
         return len(rows)
 
+    def _not_ahead(self, row: ClickRow, now: float) -> bool:
+        try:
+            check_not_ahead(row.ts, now)
+        except InvalidClickRow as exc:
+            self.count_invalid_click(exc.kind, f"{row.url}: {exc}")
+            return False
+        return True
+
     def _clean_click_url(self, url: str) -> str:
         try:
             return self.config.identity.clean(url)
@@ -335,8 +347,6 @@ class EchoRuntime:
         """The Python click feed: ``{"url", "ts", "clicks"}`` mappings from other code. Each
         row is checked as a feed row is; a bad one is skipped and counted
         (``echo/clickfeed/invalid/<kind>``), never half-applied. Returns the rows taken."""
-        from scrapy_echo.inputs.clickfeed import InvalidClickRow, parse_click
-
         good = []
         for row in rows:
             if not isinstance(row, Mapping):

@@ -7,20 +7,30 @@ Two formats, with the same columns:
 - CSV (``.csv``): a header naming ``url``, ``ts`` and ``clicks`` (any order, other columns
   ignored), then a row a line.
 
-``ts`` is epoch seconds or an ISO 8601 time (naive means UTC); ``clicks`` a finite number
+``ts`` is epoch seconds (1970 to 2286) or an ISO 8601 time (naive means UTC); a number that
+looks like milliseconds, microseconds or nanoseconds since the epoch is refused with a message
+naming the unit, not rescaled (:func:`check_timestamp`), and the crawl refuses a click stamped
+more than a day after its own clock (:func:`check_not_ahead`). ``clicks`` is a finite number
 ``>= 0``; ``url`` an absolute http(s) URL, canonicalised so it matches the crawler's links.
 
-:class:`ClickFeedReader` returns the complete rows added since its last read. A line still
-being written (no newline yet) waits for the next read. When the file is replaced (rotation:
-another file at the path) or truncated, reading starts again at the top of the new file. A bad
-row is skipped and counted by kind in ``invalid``; the first of each kind is logged with the
-file and line. Nothing is half-applied: a row is taken whole or not at all. A file missing or
-unreadable is logged when it goes (``missing`` stays true meanwhile) and tried at every read.
+:class:`ClickFeedReader` returns the complete rows added since its last read, a batch at most
+(:data:`BATCH_LINES` lines, about :data:`BATCH_BYTES` bytes): a backlog is read over several
+calls (``backlog`` is true while one is waiting), none of which holds the reactor for long, and
+the offset moves by the lines parsed, no more. A line still being written (no newline yet)
+waits for the next read. When the file is replaced (rotation: another file at the path) or
+truncated, reading starts again at the top of the new file. A bad row is skipped and counted
+by kind in ``invalid``; the first of each kind is logged with the file and line. Nothing is
+half-applied: a row is taken whole or not at all. A file missing or unreadable is logged when
+it goes (``missing`` stays true meanwhile) and tried at every read.
 
 A saved position (:meth:`FeedReader.state`) names the feed by what it holds, not by its
-inode: the offset, the file's first bytes and a digest of the last bytes before the offset.
+inode: the offset, the file's first bytes, a digest of the last bytes before the offset, and
+digests of the bytes before a few earlier line ends (each twice as far in as the one before).
 Restored over a file that holds those bytes there (the same file, a copy on another host, that
-copy grown since), reading goes on from the offset; over any other file, from its top.
+copy grown since), reading goes on from the offset. Over a file shorter than the offset that
+holds the same bytes as far as it goes (a replica that lags, as replicas do), reading waits
+(``behind``, logged once) until it has grown past the offset: read from its top, its rows
+would be counted twice. Over any other file, reading starts from its top.
 
 In JSON Lines ``ts`` and ``clicks`` may also be numeric strings, as in CSV. A CSV file is read a
 line at a time, so quoted fields cannot span lines; an empty cell counts as a missing value.
@@ -42,6 +52,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -56,6 +67,19 @@ _COLUMNS = ("url", "ts", "clicks")
 _HEAD_BYTES = 64
 _TAIL_BYTES = 4096  # the bytes before the offset a file must still hold to be read on from it
 _DIGEST_SIZE = 16
+_FIRST_MARK = 512  # the first line end past this many bytes is the first mark
+# A read parses at most this many lines, about this many bytes: some 10,000 rows, a few tenths
+# of a second on the reactor.
+BATCH_LINES = 10_000
+BATCH_BYTES = 1 << 20
+
+# Epoch seconds up to here (the year 2286: ten digits) are times; a larger number of 13, 16 or
+# 19 digits is that span in a finer unit, and refused with a message naming it.
+LATEST_SECONDS = 1e10
+_FINER_UNITS = (("milliseconds", 1e3), ("microseconds", 1e6), ("nanoseconds", 1e9))
+# How far past the crawl's clock a click may be stamped: another host's clock, a time zone
+# slip; further is a broken export.
+AHEAD_SLACK = 86_400.0
 
 
 class InvalidClickRow(ValueError):
@@ -106,14 +130,63 @@ def check_url(url: object) -> str:
 
 
 def check_timestamp(value: object) -> float:
-    """Epoch seconds from a number or an ISO 8601 time; else :class:`InvalidClickRow`."""
+    """Epoch seconds from a number or an ISO 8601 time, from 1970 up to :data:`LATEST_SECONDS`;
+    else :class:`InvalidClickRow`.
+
+    A number of milliseconds, microseconds or nanoseconds since the epoch (as analytics exports
+    often write times) is refused, with a message that names the unit it looks like, not
+    rescaled: a guess would silently mis-date a feed whose numbers mean something else, and
+    the export is fixed with one division. Every row of such a feed is refused alike, so its
+    first is logged and the rest counted (``ts_milliseconds`` and so on).
+
+    >>> check_timestamp(1764000000)
+    1764000000.0
+    >>> try:
+    ...     check_timestamp(1764000000000)
+    ... except InvalidClickRow as refused:
+    ...     print(refused.kind, str(refused).split(" (")[0])
+    ts_milliseconds ts 1764000000000 looks like milliseconds since the epoch
+    """
     number = _number(value)
+    numeric = number is not None
     if number is None and isinstance(value, str):
         # Every offset form (Z, +00:00, +0000) on every Python (scrapy_echo.sources.published).
         number = parse_time(value)
     if number is None or not math.isfinite(number):
         raise InvalidClickRow("bad_ts", f"ts {value!r} is not epoch seconds or ISO 8601")
-    return number
+    if 0 <= number < LATEST_SECONDS:
+        return number
+    if numeric and number > 0:  # (an ISO time names its date: no unit to mistake)
+        for unit, per_second in _FINER_UNITS:
+            seconds = number / per_second
+            if seconds < LATEST_SECONDS:
+                raise InvalidClickRow(
+                    f"ts_{unit}",
+                    f"ts {value!r} looks like {unit} since the epoch ({_utc(seconds)} if it "
+                    f"is); ts must be epoch seconds: divide it by {per_second:.0f}",
+                )
+    raise InvalidClickRow(
+        "ts_out_of_range", f"ts {value!r} is outside 1970 to 2286 in epoch seconds"
+    )
+
+
+def check_not_ahead(ts: float, now: float) -> None:
+    """Refuse a click stamped more than :data:`AHEAD_SLACK` after ``now``, the crawl's clock
+    (:class:`InvalidClickRow` ``ts_future``): no clock skew or time zone slip puts it there, and
+    taken it would date every click still waiting for its page (they are given up by how old
+    they are next to the latest)."""
+    if ts > now + AHEAD_SLACK:
+        raise InvalidClickRow(
+            "ts_future",
+            f"ts {ts:.0f} ({_utc(ts)}) is more than a day after the crawl's clock ({_utc(now)})",
+        )
+
+
+def _utc(seconds: float) -> str:
+    try:
+        return f"{datetime.fromtimestamp(seconds, timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
+    except (OverflowError, ValueError, OSError):  # (a clock far off the calendar)
+        return f"{seconds:g} s"
 
 
 def _clicks(value: object) -> float:
@@ -125,6 +198,33 @@ def _clicks(value: object) -> float:
 
 def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=_DIGEST_SIZE).hexdigest()
+
+
+def _before(before: bytes, data: bytes, end: int) -> bytes:
+    """The bytes (up to ``_TAIL_BYTES``) before position ``end`` of ``data``, which ``before``
+    precedes in the file."""
+    if end >= _TAIL_BYTES:
+        return data[end - _TAIL_BYTES : end]
+    return (before + data[:end])[-_TAIL_BYTES:]
+
+
+def _marks(saved: object, offset: int) -> list[tuple[int, str]]:
+    """Saved marks, checked (``ValueError`` if they are not ascending ends up to ``offset``
+    with a digest each)."""
+    if not isinstance(saved, list):
+        raise ValueError("marks are not a list")
+    marks: list[tuple[int, str]] = []
+    for mark in saved:
+        if not (isinstance(mark, list) and len(mark) == 2):
+            raise ValueError("a mark is not [end, digest]")
+        end, digest = mark
+        last = marks[-1][0] if marks else 0
+        if not (isinstance(end, int) and last < end <= offset and isinstance(digest, str)):
+            raise ValueError("marks out of order")
+        if len(bytes.fromhex(digest)) != _DIGEST_SIZE:
+            raise ValueError("not a digest")
+        marks.append((end, digest))
+    return marks
 
 
 def _number(value: object) -> float | None:
@@ -140,7 +240,19 @@ def _number(value: object) -> float | None:
 
 class FeedReader(Generic[Row]):
     """Reads the rows a feed file gained since the last :meth:`read` (subclasses name the
-    columns and check a row)."""
+    columns and check a row).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The feed file.
+    fmt : str, optional
+        ``"jsonl"`` or ``"csv"``; by default from the file's suffix (:data:`FORMATS`).
+    batch_lines, batch_bytes : int
+        At most this many lines, and about this many bytes (a longer line is read whole), a
+        :meth:`read` parses: a backlog is read over several calls, each short enough not to
+        hold up the reactor (:attr:`backlog` says another batch is waiting).
+    """
 
     what: ClassVar[str]  # "click", "signal": in messages
     columns: ClassVar[tuple[str, ...]]
@@ -150,7 +262,14 @@ class FeedReader(Generic[Row]):
         :class:`InvalidClickRow`."""
         raise NotImplementedError
 
-    def __init__(self, path: str | os.PathLike[str], *, fmt: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fmt: str | None = None,
+        batch_lines: int = BATCH_LINES,
+        batch_bytes: int = BATCH_BYTES,
+    ) -> None:
         self.path = Path(path)
         if fmt is None:
             fmt = FORMATS.get(self.path.suffix.lower())
@@ -159,11 +278,19 @@ class FeedReader(Generic[Row]):
                 f"{self.what} feed {str(self.path)!r}: cannot tell its format; name it with one of "
                 f"the suffixes {', '.join(FORMATS)} or pass fmt='jsonl' or fmt='csv'"
             )
+        if batch_lines < 1 or batch_bytes < 1:
+            raise ValueError(
+                f"batch_lines ({batch_lines!r}) and batch_bytes ({batch_bytes!r}) must be >= 1"
+            )
         self.fmt = fmt
+        self.batch_lines = batch_lines
+        self.batch_bytes = batch_bytes
         self.invalid: Counter[str] = Counter()
         self._invalid_reported: Counter[str] = Counter()
         self.rows_read = 0
         self.missing = False  # the last read found no file it could read
+        self.behind = False  # the last read found a copy still short of the position
+        self.backlog = False  # the last read stopped at its batch size, with more to come
         self._offset = 0
         self._line = 0
         # The file read last, (device, inode): on this host another one at the path is a
@@ -174,48 +301,85 @@ class FeedReader(Generic[Row]):
         self._head = b""  # the file's first bytes, to notice it was rewritten
         # A digest of the bytes before the offset (up to _TAIL_BYTES).
         self._tail = _digest(b"")
+        # Earlier line ends, each at least twice as far in as the one before, with a digest of
+        # the bytes before each: a copy shorter than the offset is told from another file by
+        # the ones it reaches.
+        self._marks: list[tuple[int, str]] = []
 
     def read(self) -> list[Row]:
+        """The complete rows the file gained since the last read, a batch at most
+        (``batch_lines``, ``batch_bytes``); :attr:`backlog` is then true."""
+        self.backlog = False
         try:
             with open(self.path, "rb") as handle:
-                before, data = self._unread(handle)
+                unread = self._unread(handle)
         except OSError as exc:  # missing, or unreadable (permissions, a directory, EIO)
             self._unavailable(exc)
             return []
         if self.missing:
             self.missing = False
             logger.info("%s feed %s can be read again", self.what.capitalize(), self.path)
-        complete = data.rfind(b"\n") + 1  # a last line without its newline is not done yet
+        if unread is None:
+            return []  # a copy still short of what was read: nothing new in it yet
+        before, data = unread
+        lines = data.split(b"\n")[:-1]  # a last line without its newline is not done yet
+        if len(lines) > self.batch_lines:
+            del lines[self.batch_lines :]
+            self.backlog = True
         rows = []
-        for raw in data[:complete].split(b"\n")[:-1]:
+        taken = 0  # the bytes of ``data`` parsed
+        next_mark = max(_FIRST_MARK, 2 * self._marks[-1][0]) if self._marks else _FIRST_MARK
+        for raw in lines:
             self._line += 1
             row = self._row(raw)
             if row is not None:
                 rows.append(row)
-        if len(self._head) < _HEAD_BYTES and complete:
-            self._head = (self._head + data[: min(complete, _HEAD_BYTES)])[:_HEAD_BYTES]
-        recent = before + data[max(0, complete - _TAIL_BYTES) : complete]
-        self._tail = _digest(recent[-_TAIL_BYTES:])
-        self._offset += complete
+            taken += len(raw) + 1
+            if self._offset + taken >= next_mark:
+                next_mark = 2 * (self._offset + taken)
+                self._marks.append((self._offset + taken, _digest(_before(before, data, taken))))
+        if len(self._head) < _HEAD_BYTES and taken:
+            self._head = (self._head + data[: min(taken, _HEAD_BYTES)])[:_HEAD_BYTES]
+        self._tail = _digest(_before(before, data, taken))
+        self._offset += taken
         self.rows_read += len(rows)
         return rows
 
-    def _unread(self, handle: BinaryIO) -> tuple[bytes, bytes]:
-        """The last bytes read already (up to ``_TAIL_BYTES``), and the bytes after them; from
-        the top of the file if it no longer holds what was read."""
+    def _unread(self, handle: BinaryIO) -> tuple[bytes, bytes] | None:
+        """The last bytes read already (up to ``_TAIL_BYTES``), and a batch of the bytes after
+        them; from the top of the file if it no longer holds what was read; ``None`` for a copy
+        of what was read still short of the offset."""
         stat = os.fstat(handle.fileno())
         identity = (stat.st_dev, stat.st_ino)
-        held = self._identity is None or identity == self._identity  # else: rotated
+        restored = self._identity is None
+        if restored and stat.st_size < self._offset and self._is_short_copy(handle, stat.st_size):
+            # A copy on another host (replicas lag) holds the rows counted so far only in part:
+            # read from its top, they would be counted twice.
+            if not self.behind:
+                logger.info(
+                    "%s feed %s holds %d bytes, fewer than the %d read from the copy its "
+                    "position was saved on, and the same ones: a copy still catching up; its "
+                    "rows are read once it has grown past that point",
+                    self.what.capitalize(),
+                    self.path,
+                    stat.st_size,
+                    self._offset,
+                )
+            self.behind = True
+            return None
+        self.behind = False
+        held = restored or identity == self._identity  # else: rotated
         if held and self._head:
             # A file truncated and refilled past the offset keeps its size: its first bytes,
             # and the last ones before the offset, tell it apart.
+            handle.seek(0)
             held = handle.read(len(self._head)) == self._head
         behind = min(self._offset, _TAIL_BYTES)
         handle.seek(self._offset - behind)
         before = handle.read(behind)
         if held and len(before) == behind and self._tail == _digest(before):
             self._identity = identity
-            return before, handle.read()
+            return before, self._batch(handle)
         if self._identity is not None or self._offset:
             logger.info(
                 "%s feed %s does not hold what was read from it (rotated, truncated, or another "
@@ -226,9 +390,37 @@ class FeedReader(Generic[Row]):
         self._start_over()
         self._identity = identity
         handle.seek(0)
-        return b"", handle.read()
+        return b"", self._batch(handle)
+
+    def _is_short_copy(self, handle: BinaryIO, size: int) -> bool:
+        """Whether a file of ``size`` bytes, fewer than the offset, holds what was read as far
+        as it goes: the same first bytes, and the same bytes before each mark it reaches. (A
+        file cut back to part of what was read, or rewritten alike up to there, passes too,
+        and is read from its top once it has grown past the offset.)"""
+        handle.seek(0)
+        if handle.read(min(size, len(self._head))) != self._head[:size]:
+            return False
+        for end, digest in self._marks:
+            if end > size:
+                break
+            start = max(0, end - _TAIL_BYTES)
+            handle.seek(start)
+            if _digest(handle.read(end - start)) != digest:
+                return False
+        return True
+
+    def _batch(self, handle: BinaryIO) -> bytes:
+        """The next ``batch_bytes`` bytes, or up to the end of a line longer than that (a
+        batch that stopped inside it would never get past it); sets :attr:`backlog` when the
+        file may hold more."""
+        chunks = [handle.read(self.batch_bytes)]
+        while len(chunks[-1]) == self.batch_bytes and b"\n" not in chunks[-1]:
+            chunks.append(handle.read(self.batch_bytes))
+        self.backlog = len(chunks[-1]) == self.batch_bytes
+        return b"".join(chunks)
 
     def _unavailable(self, exc: OSError) -> None:
+        self.behind = False
         if not self.missing:
             logger.warning(
                 "%s feed %s cannot be read (%s): no %s rows are taken until it can; it is tried "
@@ -257,12 +449,15 @@ class FeedReader(Generic[Row]):
             "header": self._header,
             "head": self._head.hex(),
             "tail": self._tail,
+            "marks": [[end, digest] for end, digest in self._marks],
         }
 
     def restore(self, state: Mapping[str, object]) -> None:
         """Resume from :meth:`state`, checked at the next read: a file that holds the same
-        bytes before the offset (the same file, or a copy, grown or not) is read on from it,
-        any other from its start."""
+        bytes before the offset (the same file, or a copy, grown or not) is read on from it;
+        a copy that holds them only in part (shorter, the same bytes as far as it goes) is
+        waited for until it has grown past the offset; any other file is read from its
+        start."""
         if not isinstance(state, Mapping):
             state = {"damaged": state}
         offset, line, tail = state.get("offset"), state.get("line"), state.get("tail")
@@ -279,8 +474,9 @@ class FeedReader(Generic[Row]):
             ):
                 raise ValueError("unexpected shape")
             head_bytes = bytes.fromhex(head)
-            if isinstance(tail, str) and len(bytes.fromhex(tail)) != _DIGEST_SIZE:
+            if len(bytes.fromhex(tail)) != _DIGEST_SIZE:
                 raise ValueError("not a digest")
+            marks = _marks(state.get("marks", []), offset)
         except ValueError:
             # A damaged saved state must not stop the crawl; the file is read again instead.
             logger.warning(
@@ -296,11 +492,14 @@ class FeedReader(Generic[Row]):
         self._tail = tail
         self._offset, self._line, self._head = offset, line, head_bytes
         self._header = [str(name) for name in header] if header is not None else None
+        self._marks = marks
+        self.behind = False
 
     def rewind(self) -> None:
         """Read the file from its top next time (a restored crawl state counted none of it)."""
         self._start_over()
         self._identity = None
+        self.behind = False
 
     def _start_over(self) -> None:
         self._offset = 0
@@ -308,6 +507,7 @@ class FeedReader(Generic[Row]):
         self._header = None
         self._head = b""
         self._tail = _digest(b"")
+        self._marks = []
 
     def _row(self, raw: bytes) -> Row | None:
         try:

@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 
 from scrapy_echo.core.identity import site_of
 from scrapy_echo.inputs.clickfeed import (
+    LATEST_SECONDS,
     FeedReader,
     InvalidClickRow,
     check_timestamp,
@@ -193,7 +194,9 @@ class _PageViewReader(FeedReader[tuple[int, float, float]]):
                 times = np.fromiter(map(self._time, cells), np.float64, len(rows))
         except (ValueError, InvalidClickRow):
             return False
-        if not (np.isfinite(times).all() and np.isfinite(views).all() and (views >= 0).all()):
+        # (The feed's own rule for times, as a range: NaN is outside it.)
+        in_range = ((times >= 0) & (times < LATEST_SECONDS)).all()
+        if not (in_range and np.isfinite(views).all() and (views >= 0).all()):
             return False
         for text, canonical in new.items():  # every row is good: now the pages exist
             self._register(text, canonical)

@@ -125,13 +125,17 @@ class SignalIntake:
         return len(rows)
 
     def read_files(self) -> int:
-        """What the signal feed files gained since the last read; returns the rows taken."""
+        """The next batch of what each signal feed file gained since the last read (at most
+        ``batch_lines``: :class:`~scrapy_echo.inputs.clickfeed.FeedReader`); returns the
+        rows taken."""
         taken = 0
         stats = self.runtime.crawler.stats
         for reader in self.readers:
             taken += self.add(reader.read())
             if reader.missing and stats is not None:  # (logged by the reader when it went)
                 stats.inc_value("echo/signalfeed/missing")
+            if reader.behind and stats is not None:  # (logged by the reader when it fell behind)
+                stats.inc_value("echo/signalfeed/behind")
             for kind, new in reader.new_invalid().items():
                 if stats is not None:
                     stats.inc_value("echo/signalfeed/invalid", new)

@@ -27,6 +27,7 @@ a pass over the young pages only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,17 @@ from numpy.typing import NDArray
 from scrapy_echo.model.intervals.curves import FloatArray
 
 IntArray = NDArray[np.intp]
+
+# Click times further than this from zero are no clock's (30 million years either way of the
+# epoch, or of a simulation's start): ignored, as non-finite ones are.
+_FARTHEST = 1e15
+
+
+def usable_clicks(ts: FloatArray, counts: FloatArray) -> NDArray[np.bool_]:
+    """Which click rows the model takes: a time some clock could give and a finite count
+    ``>= 0``. The feed readers refuse the others (counted, logged); any other caller's are
+    ignored, rather than let a NaN into every later fit or an age overflow a bin index."""
+    return (np.abs(ts) < _FARTHEST) & np.isfinite(counts) & (counts >= 0)
 
 
 @dataclass(frozen=True)
@@ -127,7 +139,7 @@ class ClickHistogram:
         self._row_appeared[row] = appeared
         crawled = appeared if crawled is None else max(crawled, appeared)
         self._row_crawled[row] = crawled
-        self._row_first[row] = min(self.bins, int(np.ceil((crawled - appeared) / self.bin_width)))
+        self._row_first[row] = self._first_bin_after(crawled - appeared)
         self._row_clicks[row] = 0.0
         self._row_live[row] = True
 
@@ -140,7 +152,8 @@ class ClickHistogram:
         self, pages: Iterable[Hashable], ts: Iterable[float], counts: Iterable[float]
     ) -> list[int]:
         """Fold in clicks; returns the positions of the rows naming a page this histogram
-        does not track (not crawled yet, or already folded): the caller decides about those."""
+        does not track (not crawled yet, or already folded): the caller decides about those.
+        A row the model cannot take (:func:`usable_clicks`) is ignored."""
         rows, times, amounts, unknown = [], [], [], []
         for position, (page, t, c) in enumerate(zip(pages, ts, counts, strict=True)):
             row = self._rows.get(page)
@@ -150,21 +163,27 @@ class ClickHistogram:
             rows.append(row)
             times.append(t)
             amounts.append(c)
-        if rows:
-            r = np.asarray(rows, dtype=np.intp)
-            stamped = np.asarray(times, dtype=np.float64)
-            # A bin's slack: clocks of the crawler and of the click log may differ a little.
-            early = stamped < self._row_crawled[r] - self.bin_width
-            if not self.sees_before_crawl and early.any():
-                self.sees_before_crawl = True
-            if (stamped < self._row_appeared[r]).any():
-                self._move_appearances(r, stamped)
-            age = stamped - self._row_appeared[r]
-            k = np.floor(np.maximum(age, 0.0) / self.bin_width).astype(np.intp)
-            inside = k < self.bins
-            counted = np.asarray(amounts, dtype=np.float64)
-            np.add.at(self._row_clicks, (r[inside], k[inside]), counted[inside])
-            self.caught += float(np.sum(counted[stamped >= self._row_crawled[r]]))
+        if not rows:
+            return unknown
+        r = np.asarray(rows, dtype=np.intp)
+        stamped = np.asarray(times, dtype=np.float64)
+        counted = np.asarray(amounts, dtype=np.float64)
+        usable = usable_clicks(stamped, counted)
+        if not usable.all():
+            r, stamped, counted = r[usable], stamped[usable], counted[usable]
+        # A bin's slack: clocks of the crawler and of the click log may differ a little.
+        early = stamped < self._row_crawled[r] - self.bin_width
+        if not self.sees_before_crawl and early.any():
+            self.sees_before_crawl = True
+        if (stamped < self._row_appeared[r]).any():
+            self._move_appearances(r, stamped)
+        age = stamped - self._row_appeared[r]
+        # Binned in floats and cast only inside the horizon: an age past the integer range
+        # casts to a negative index.
+        k = np.floor(np.maximum(age, 0.0) / self.bin_width)
+        inside = k < self.bins
+        np.add.at(self._row_clicks, (r[inside], k[inside].astype(np.intp)), counted[inside])
+        self.caught += float(np.sum(counted[stamped >= self._row_crawled[r]]))
         return unknown
 
     def table(self, now: float) -> ClickTable:
@@ -280,14 +299,24 @@ class ClickHistogram:
             if t < self._row_appeared[row] and t < earliest.get(row, np.inf):
                 earliest[row] = t
         for row, t in earliest.items():
-            shift = int(np.ceil((self._row_appeared[row] - t) / self.bin_width))
-            self._row_appeared[row] -= shift * self.bin_width
+            appeared = float(self._row_appeared[row])
+            gap = (appeared - t) / self.bin_width  # (Python floats: an overflow is inf, quietly)
+            shift = math.ceil(gap) if math.isfinite(gap) else self.bins
+            back = appeared - shift * self.bin_width
+            # (Overflows only for a page said to appear at an absurd time: then at its click.)
+            self._row_appeared[row] = back if math.isfinite(gap) and math.isfinite(back) else t
             moved = np.zeros(self.bins)
             if shift < self.bins:
                 moved[shift:] = self._row_clicks[row, : self.bins - shift]
             self._row_clicks[row] = moved
-            lag = self._row_crawled[row] - self._row_appeared[row]
-            self._row_first[row] = min(self.bins, int(np.ceil(lag / self.bin_width)))
+            lag = float(self._row_crawled[row] - self._row_appeared[row])
+            self._row_first[row] = self._first_bin_after(lag)
+
+    def _first_bin_after(self, lag: float) -> int:
+        """The first bin wholly after a crawl ``lag`` seconds after the page appeared (``bins``
+        if none is)."""
+        lag_bins = lag / self.bin_width
+        return math.ceil(lag_bins) if lag_bins < self.bins else self.bins
 
     def _new_row(self) -> int:
         row = self._row_source.size

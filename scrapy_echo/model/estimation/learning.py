@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from scrapy_echo.model.estimation.clicks import ClickHistogram, ClickTable
+from scrapy_echo.model.estimation.clicks import ClickHistogram, ClickTable, usable_clicks
 from scrapy_echo.model.estimation.crawl_history import CrawlHistory
 from scrapy_echo.model.estimation.estimators import DecayFit, fit_profit_decay
 from scrapy_echo.model.estimation.predictive import (
@@ -176,8 +176,18 @@ class SourceLearner:
     def add_clicks(
         self, pages: Iterable[Hashable], ts: Iterable[float], counts: Iterable[float]
     ) -> None:
-        """Fold in a batch of click rows (already validated)."""
+        """Fold in a batch of click rows, already validated (a row the model cannot take is
+        ignored: :func:`~scrapy_echo.model.estimation.clicks.usable_clicks`)."""
         pages, ts, counts = list(pages), list(ts), list(counts)
+        usable = usable_clicks(np.asarray(ts, dtype=np.float64), np.asarray(counts, np.float64))
+        if not usable.all():
+            # Left in, one would date the waiting rows (their trimming goes by the latest).
+            kept = np.flatnonzero(usable).tolist()
+            pages, ts, counts = (
+                [pages[i] for i in kept],
+                [ts[i] for i in kept],
+                [counts[i] for i in kept],
+            )
         self.received += math.fsum(counts)
         unknown = self.clicks.add_clicks(pages, ts, counts)
         self._clicks_changed = self._clicks_changed or len(unknown) < len(pages)
