@@ -210,6 +210,15 @@ def test_hostile_and_malformed_queue_entries_are_refused_and_counted(tmp_path, s
         "p:garbage": b"e|2|{not json",
         "p:callback": b'e|3|{"url": "http://127.0.0.1:1/", "callback": "no_such_method"}',
         "p:class": b'e|4|{"url": "http://127.0.0.1:1/", "_class": "subprocess.Popen"}',
+        # Requests for the cloud's metadata service, in two spellings, and for a host the
+        # crawl's sources are not on; one for a source's host that names another in Host.
+        "p:metadata": b'e|5|{"url": "http://169.254.169.254/latest/meta-data/"}',
+        "p:metadata2": b'e|6|{"url": "http://2852039166/latest/meta-data/"}',
+        "p:private": b'e|7|{"url": "http://10.0.0.5/"}',
+        "p:host": b"e|8|"
+        + json.dumps(
+            {"url": site.hub_url("world"), "headers": {"Host": ["admin.internal"]}}
+        ).encode(),
     }
     for score, (rid, entry) in enumerate(planted.items()):
         client.hset(f"{keys}:req", rid, entry)
@@ -227,8 +236,11 @@ def test_hostile_and_malformed_queue_entries_are_refused_and_counted(tmp_path, s
     stats = run.stats
     rejected = {k: v for k, v in stats.items() if k.startswith("echo/redis/rejected/")}
     for kind in ("pickle", "not_json", "bad_callback", "bad_class", "event_not_json",
-                 "bad_url", "unknown_event", "bad_source", "snapshot"):  # fmt: skip
+                 "bad_url", "unknown_event", "bad_source", "snapshot",
+                 "header_refused"):  # fmt: skip
         assert rejected.get(f"echo/redis/rejected/{kind}", 0) >= 1, (kind, rejected)
+    assert rejected.get("echo/redis/rejected/address_refused", 0) >= 3, rejected
+    assert run.log.count("ECHO refused address_refused from Redis") == 1  # then counted
     assert not marker.exists()  # the pickle was never loaded
     assert client.hmget(f"{keys}:req", list(planted)) == [None] * len(planted)  # removed
     assert stats["echo/pages/crawled"] > 5  # and the crawl went on

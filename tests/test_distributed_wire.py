@@ -23,6 +23,7 @@ from scrapy_echo.distributed.wire import (
     encode_request,
 )
 from scrapy_echo.model.estimation.learning import SourceLearner
+from scrapy_echo.sources.address_guard import AddressGuard
 
 
 class Spider(scrapy.Spider):
@@ -71,8 +72,8 @@ def test_request_round_trip_keeps_what_scrapy_needs() -> None:
 
 
 def test_request_with_non_json_meta_cannot_be_stored() -> None:
-    request = scrapy.Request("http://a.test/", meta={"when": object()})
-    with pytest.raises(ValueError, match="not JSON"):
+    request = scrapy.Request("http://a.test/", meta={"page": 2, "when": object()})
+    with pytest.raises(ValueError, match=r"not JSON \(meta key 'when'\)"):
         encode_request(request, SPIDER, own_callback)
 
 
@@ -295,6 +296,23 @@ URL = '"url": "http://a.test/"'
         ('"meta": {"download_timeout": "never"}', "meta_refused"),
         ('"meta": {"handle_httpstatus_list": [200, "x"]}', "meta_refused"),
         ('"meta": {"depth": -1}', "meta_refused"),
+        ('"meta": {"allow_offsite": true}', "meta_refused"),
+        ('"meta": {"verbatim_url": true}', "meta_refused"),
+        ('"meta": {"download_maxsize": 0}', "meta_refused"),
+        ('"meta": {"download_latency": 0.1}', "meta_refused"),
+        ('"meta": {"autothrottle_dont_adjust_delay": true}', "meta_refused"),
+        ('"meta": {"ftp_local_filename": "/etc/cron.d/x"}', "meta_refused"),
+        ('"meta": {"redirect_urls": ["http://a.test/"]}', "meta_refused"),
+        ('"meta": {"retry_times": 9}', "meta_refused"),
+        ('"meta": {"depth_reset": true}', "meta_refused"),
+        ('"meta": {"echo_lease": "someone else\'s"}', "meta_refused"),
+        ('"meta": {"echo_source": true}', "meta_refused"),
+        ('"meta": {"_splash_processed": true}', "meta_refused"),
+        # Plugins that fetch another way: a browser fetches what the page it renders asks.
+        ('"meta": {"playwright": true}', "meta_refused"),
+        ('"meta": {"playwright_context_kwargs": {"proxy": {"server": "x"}}}', "meta_refused"),
+        ('"meta": {"splash": {"endpoint": "render.html"}}', "meta_refused"),
+        ('"meta": {"zyte_api_automap": true}', "meta_refused"),
         ('"headers": {"Authorization": ["Basic c2VjcmV0"]}', "header_refused"),
         ('"headers": {"proxy-authorization": ["Basic c2VjcmV0"]}', "header_refused"),
         ('"headers": {"Cookie": ["session=stolen"]}', "header_refused"),
@@ -364,3 +382,107 @@ def test_a_request_the_rules_refuse_is_never_stored() -> None:
     # Without rules (a JOBDIR: files this crawl wrote itself) it is stored and read back.
     back = decode_request(encode_request(request, SPIDER, own_callback), SPIDER, own_callback)
     assert back.meta["proxy"] == "http://proxy.internal:3128"
+
+
+def test_the_spiders_own_meta_is_stored_and_read_back() -> None:
+    # Data for the spider's callbacks: lost in Redis mode when only listed keys came through.
+    meta = {"item": {"title": "x", "tags": ["a"]}, "page_number": 2, "category": None}
+    request = scrapy.Request("http://a.test/?page=2", callback=SPIDER.parse_article, meta=meta)
+    back = decode_request(
+        encode_request(request, SPIDER, own_callback, rules=RULES),
+        SPIDER,
+        own_callback,
+        rules=RULES,
+    )
+    assert back.meta == meta
+
+
+def test_meta_allow_and_refuse_take_patterns() -> None:
+    def meta_of(rules: RequestRules, meta: str) -> dict[str, Any]:
+        payload = f'{{{URL}, "meta": {meta}}}'.encode()
+        return decode_request(payload, SPIDER, own_callback, rules=rules).meta
+
+    browser = '{"playwright": true, "playwright_context": "js"}'
+    with pytest.raises(InvalidPayload, match="ECHO_REDIS_META_ALLOW"):
+        meta_of(RULES, browser)
+    assert meta_of(RequestRules.allowing(["playwright*"]), browser)["playwright"] is True
+    # ECHO_REDIS_META_REFUSE: a project's own steering keys; "*": known keys only.
+    own_route = RequestRules.allowing([], refused_meta=["route_*"])
+    assert meta_of(own_route, '{"item": 1}') == {"item": 1}
+    with pytest.raises(InvalidPayload):
+        meta_of(own_route, '{"route_via": "vpn"}')
+    strict = RequestRules.allowing([], refused_meta=["*"])
+    assert meta_of(strict, '{"depth": 2}') == {"depth": 2}
+    with pytest.raises(InvalidPayload):
+        meta_of(strict, '{"item": 1}')
+    assert meta_of(RequestRules.allowing(["item"], refused_meta=["*"]), '{"item": 1}') == {
+        "item": 1
+    }
+
+
+@pytest.mark.parametrize(
+    ("fields", "kind"),
+    [
+        ('"url": "http://169.254.169.254/latest/meta-data/iam/"', "address_refused"),
+        ('"url": "http://2852039166/latest/meta-data/"', "address_refused"),
+        ('"url": "http://[::ffff:a9fe:a9fe]/"', "address_refused"),
+        ('"url": "http://metadata.google.internal/computeMetadata/v1/"', "address_refused"),
+        ('"url": "http://10.0.0.5/admin"', "address_refused"),
+        ('"url": "http://127.0.0.1:6379/"', "address_refused"),
+        ('"url": "http://localhost:9200/_cat"', "address_refused"),
+        # a.test's to urllib; 10.0.0.5's once Scrapy built the request ("\\" ends the host).
+        ('"url": "http://10.0.0.5\\\\@a.test/"', "address_refused"),
+        (f'{URL}, "headers": {{"Host": ["169.254.169.254"]}}', "header_refused"),
+        (f'{URL}, "headers": {{"host": ["admin.a.test"]}}', "header_refused"),
+        (f'{URL}, "headers": {{"Host": ["a.test:8080"]}}', "header_refused"),
+        (f'{URL}, "headers": {{"Host": ["a.test", "b.test"]}}', "header_refused"),
+        (f'{URL}, "headers": {{"Host": ["x@a.test"]}}', "header_refused"),
+    ],
+)
+def test_a_stored_request_may_not_name_a_refused_host(fields: str, kind: str) -> None:
+    with pytest.raises(InvalidPayload) as refused:
+        decode_request(f"{{{fields}}}".encode(), SPIDER, own_callback, rules=RULES)
+    assert refused.value.kind == kind
+
+
+def test_the_hosts_the_crawl_allows_come_through_and_its_own_requests_are_checked() -> None:
+    rules = RequestRules.allowing([], guard=AddressGuard.for_crawl(["http://127.0.0.2:8000/"]))
+    for fields in (
+        '"url": "http://127.0.0.2:8000/page"',
+        '"url": "http://a.test:8080/", "headers": {"Host": ["A.test:8080"]}',
+        '"url": "https://a.test/", "headers": {"Host": ["a.test:443"]}',
+        '"url": "http://a.test/", "headers": {"Host": ["a.test"]}',
+    ):
+        decode_request(f"{{{fields}}}".encode(), SPIDER, own_callback, rules=rules)
+    # The spider's own request is held to the same rules before it is stored.
+    inside = scrapy.Request("http://10.0.0.5/")
+    with pytest.raises(InvalidPayload, match="ECHO_ALLOWED_PRIVATE_HOSTS") as refused:
+        encode_request(inside, SPIDER, own_callback, rules=rules)
+    assert refused.value.kind == "address_refused"
+
+
+def test_a_crawls_rules_know_its_sources_hosts_and_its_settings() -> None:
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_echo.crawler.runtime import EchoRuntime
+    from scrapy_echo.crawler.scheduler import EchoScheduler
+
+    class Local(Spider):
+        echo_sources = ("http://127.0.0.3/feed.xml",)
+
+    settings = {"ECHO_SOURCES": ["http://127.0.0.2:8000/"], "ECHO_REDIS_META_REFUSE": "route_*"}
+    crawler = get_crawler(Local, settings)
+    crawler.spider = spider = Local()
+    scheduler = EchoScheduler(crawler, EchoRuntime.of(crawler))
+    scheduler.request_rules = RequestRules.allowing(["proxy"])  # (as in Redis mode)
+    scheduler.attach(spider)
+
+    def decode(fields: str) -> scrapy.Request:
+        return scheduler.decode(f"{{{fields}}}".encode())
+
+    assert decode('"url": "http://127.0.0.2:8000/a"').url == "http://127.0.0.2:8000/a"
+    assert decode('"url": "http://127.0.0.3/b"').url == "http://127.0.0.3/b"
+    assert decode('"url": "http://a.test/", "meta": {"proxy": "http://p.test:3128"}').meta
+    for refused in ('"url": "http://127.0.0.4/"', f'{URL}, "meta": {{"route_via": "vpn"}}'):
+        with pytest.raises(InvalidPayload):
+            decode(refused)

@@ -8,7 +8,7 @@ import pytest
 import scrapy
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.http import HtmlResponse, Response, XmlResponse
+from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
 from scrapy.utils.test import get_crawler
 
 from scrapy_echo.crawler.downloadermw import EchoDownloaderMiddleware
@@ -326,3 +326,104 @@ def test_push_clicks_counts_bad_rows() -> None:
     assert crawler.stats.get_value("echo/clickfeed/invalid") == 3
     assert crawler.stats.get_value("echo/clickfeed/invalid/bad_url") == 1
     assert runtime.state.learner.pending_clicks == 1  # waits for its page to be crawled
+
+
+def redirected_source(source: int, asked: str, landed: str) -> Request:
+    """The request a redirect of ``source``'s crawl (asked at ``asked``) made for ``landed``."""
+    echo = {"kind": "source", "source": source, "url": asked}
+    return Request(landed, meta={"echo": echo, "redirect_urls": [asked]})
+
+
+def test_a_source_redirected_off_its_site_yields_nothing_counted_and_logged_once(
+    caplog,
+) -> None:
+    crawler, runtime, _ = setup()
+    source = runtime.state.add_source("http://news.test/")
+    mw = SpiderMiddlewares(crawler)
+    with caplog.at_level("WARNING"):
+        for at in (100.0, 200.0):
+            request = redirected_source(source, "http://news.test/", "http://10.0.0.5/")
+            request.meta["echo"]["fetched"] = at
+            found = mw.handle_response(hub(request, ["/admin", "/status"]))
+            assert found == []  # not 10.0.0.5's pages, as if that were the source's site
+    assert crawler.stats.get_value("echo/sources/redirected_refused") == 2
+    assert caplog.text.count("redirected to http://10.0.0.5/") == 1
+    # A redirect on its own site is read as before.
+    request = redirected_source(source, "http://news.test/", "https://news.test/home")
+    request.meta["echo"]["fetched"] = 300.0
+    found = mw.handle_response(hub(request, ["/a"]))
+    assert [r.url for r in found] == ["https://news.test/a"]
+
+
+def test_robots_sitemaps_on_other_sites_or_refused_hosts_are_no_sources(caplog) -> None:
+    robots = (
+        b"Sitemap: http://news.test/s.xml\nSitemap: http://cdn.other.test/s.xml\n"
+        b"Sitemap: http://169.254.169.254/latest/meta-data/\n"
+    )
+    for cross_site in (False, True):
+        crawler, runtime, _ = setup(ECHO_CROSS_SITE_SITEMAPS=cross_site)
+        source = runtime.state.add_source("http://news.test/robots.txt")
+        request = source_request(source, "http://news.test/robots.txt")
+        response = TextResponse(
+            request.url, body=robots, headers={"Content-Type": "text/plain"}, request=request
+        )
+        with caplog.at_level("WARNING"):
+            SpiderMiddlewares(crawler).handle_response(response)
+        sources = [status.url for status in runtime.state.sources]
+        stats = crawler.stats
+        if cross_site:
+            assert sources[1:] == ["http://news.test/s.xml", "http://cdn.other.test/s.xml"]
+            assert stats.get_value("echo/sources/address_refused") == 1
+            assert "169.254.169.254" in caplog.text
+        else:
+            assert sources[1:] == ["http://news.test/s.xml"]
+            assert stats.get_value("echo/sources/cross_site_refused") == 2
+            assert "ECHO_CROSS_SITE_SITEMAPS" in caplog.text
+
+
+def test_links_to_refused_hosts_are_counted_and_the_first_logged(caplog) -> None:
+    crawler, runtime, _ = setup(
+        ECHO_SAME_SITE=False,
+        ECHO_SOURCES=["http://127.0.0.2:8000/"],
+        ECHO_ALLOWED_PRIVATE_HOSTS=["10.9.0.0/16"],
+    )
+    source = runtime.state.add_source("http://127.0.0.2:8000/")
+    mw = SpiderMiddlewares(crawler)
+    links = [
+        "/own",  # the source's own host: allowed
+        "http://10.9.1.1/allowed",
+        "http://127.0.0.3/other-loopback",
+        "http://[::ffff:169.254.169.254]/latest/",
+        "http://example.org/public",
+    ]
+    with caplog.at_level("WARNING"):
+        found = mw.handle_response(hub(source_request(source, "http://127.0.0.2:8000/"), links))
+    assert [r.url for r in found] == [
+        "http://127.0.0.2:8000/own",
+        "http://10.9.1.1/allowed",
+        "http://example.org/public",
+    ]
+    assert crawler.stats.get_value("echo/links/address_refused") == 2
+    assert caplog.text.count("ECHO refused 2 links") == 1
+
+
+def test_a_redirect_of_echos_request_to_a_refused_host_is_not_followed(caplog) -> None:
+    crawler, runtime, clock = setup(ECHO_FAILURE_BACKOFF=10)
+    source = runtime.state.add_source("http://news.test/")
+    mw = EchoDownloaderMiddleware.from_crawler(crawler)
+    with caplog.at_level("WARNING"):
+        for landed in ("http://169.254.169.254/latest/meta-data/", "http://127.0.0.1:6379/"):
+            request = redirected_source(source, "http://news.test/", landed)
+            with pytest.raises(IgnoreRequest):
+                mw.process_request(request)
+            mw.process_exception(request, IgnoreRequest())  # (as Scrapy then calls it)
+    stats = crawler.stats
+    assert stats.get_value("echo/redirects/refused/source") == 2
+    assert stats.get_value("echo/sources/failed") == 2  # a failed crawl each, backing off
+    assert runtime.state.last_crawl[source] == clock.now + 20
+    assert caplog.text.count("ECHO refused a redirect") == 1
+    # A redirect on the web, and ECHO's requests that were not redirected, go on.
+    assert (
+        mw.process_request(redirected_source(source, "http://news.test/", "http://b.test/")) is None
+    )
+    assert mw.process_request(source_request(source, "http://10.0.0.5/")) is None

@@ -192,3 +192,21 @@ def test_redis_attempts_and_meta_allowlist() -> None:
         config(ECHO_REDIS_MAX_ATTEMPTS=0)
     with pytest.raises(NotConfigured, match=r"ECHO_REDIS_META_ALLOW \(5\) must be a list"):
         config(ECHO_REDIS_META_ALLOW=5)
+    cfg = config(ECHO_REDIS_META_ALLOW="playwright*", ECHO_REDIS_META_REFUSE="*")
+    assert (cfg.redis_meta_allow, cfg.redis_meta_refuse) == (("playwright*",), ("*",))
+
+
+def test_private_hosts_and_cross_site_sitemaps() -> None:
+    cfg = config()
+    assert (cfg.allowed_private_hosts, cfg.cross_site_sitemaps) == ((), False)
+    cfg = config(
+        ECHO_ALLOWED_PRIVATE_HOSTS="10.0.0.0/8, localhost, fd00::1", ECHO_CROSS_SITE_SITEMAPS="1"
+    )
+    assert cfg.allowed_private_hosts == ("10.0.0.0/8", "localhost", "fd00::1")
+    assert cfg.cross_site_sitemaps
+    # The metadata service is refused whatever the settings say: asking is a mistake.
+    rule = r"ECHO_ALLOWED_PRIVATE_HOSTS \(\['169.254.169.254'\]\): .* is refused always"
+    with pytest.raises(NotConfigured, match=rule):
+        config(ECHO_ALLOWED_PRIVATE_HOSTS=["169.254.169.254"])
+    with pytest.raises(NotConfigured, match="is not a network"):
+        config(ECHO_ALLOWED_PRIVATE_HOSTS=["10.0.0.0/33"])

@@ -10,6 +10,7 @@ from scrapy.http import HtmlResponse, Request, Response, TextResponse, XmlRespon
 
 from scrapy_echo.core.identity import PageIdentity, SameSite
 from scrapy_echo.crawler.spidermw import page_aliases
+from scrapy_echo.sources.address_guard import AddressGuard
 from scrapy_echo.sources.outlinks import published_time, read_source
 from scrapy_echo.sources.published import parse_time
 
@@ -108,11 +109,87 @@ def test_sitemap_index_and_robots_give_sources() -> None:
     headers = {"Content-Type": "text/plain"}
     response = TextResponse("http://ex.com/robots.txt", body=robots, headers=headers)
     content = read_source(response, same_site=SameSite())
-    # robots.txt may submit sitemaps on another host (the sitemap protocol allows it).
-    assert (content.kind, content.sources) == (
-        "robots",
-        ["http://ex.com/sitemap.xml", "http://cdn.ex-static.net/s.xml"],
+    assert (content.kind, content.sources) == ("robots", ["http://ex.com/sitemap.xml"])
+
+
+def test_robots_txt_adds_sitemaps_of_its_own_site_and_never_on_a_refused_host() -> None:
+    robots = (
+        b"User-agent: *\nSitemap: https://www.ex.com/news.xml\n"
+        b"Sitemap: http://cdn.ex-static.net/s.xml\n"
+        b"Sitemap: http://169.254.169.254/latest/meta-data/\n"
+        b"Sitemap: http://10.0.0.5/sitemap.xml\n"
     )
+    response = TextResponse(
+        "http://ex.com/robots.txt", body=robots, headers={"Content-Type": "text/plain"}
+    )
+    own = ["https://www.ex.com/news.xml"]
+    # The sitemap protocol's cross-host submission would let any site add sources on any
+    # other (the cloud's metadata service among them), to be recrawled for ever.
+    for rule in (SameSite(), None):  # (with ECHO_SAME_SITE off too)
+        content = read_source(response, same_site=rule, guard=AddressGuard())
+        assert (content.sources, content.cross_site_sources) == (own, 3)
+    # Allowed (ECHO_CROSS_SITE_SITEMAPS), other sites' come in, but not a refused host's.
+    content = read_source(
+        response, same_site=SameSite(), guard=AddressGuard(), cross_site_sitemaps=True
+    )
+    assert content.sources == [*own, "http://cdn.ex-static.net/s.xml"]
+    assert content.sources_refused == 2
+    assert "169.254.169.254" in (content.first_refusal or "")
+    # A site on a private address of the crawl's own lists its own sitemaps.
+    local = TextResponse(
+        "http://10.0.0.5/robots.txt",
+        body=b"Sitemap: http://10.0.0.5/sitemap.xml\nSitemap: http://10.0.0.6/s.xml\n",
+        headers={"Content-Type": "text/plain"},
+    )
+    guard = AddressGuard.for_crawl(["http://10.0.0.5/robots.txt"])
+    content = read_source(local, same_site=SameSite(), guard=guard, cross_site_sitemaps=True)
+    assert (content.sources, content.sources_refused) == (["http://10.0.0.5/sitemap.xml"], 1)
+
+
+def redirected(asked: str, landed: str, links: list[str]) -> HtmlResponse:
+    """The response to ``asked`` that a redirect took to ``landed``, as Scrapy hands it on."""
+    request = Request(landed, meta={"redirect_urls": [asked]})
+    body = "".join(f'<a href="{link}">x</a>' for link in links).encode()
+    return HtmlResponse(landed, body=body, encoding="utf-8", request=request)
+
+
+def test_a_source_is_judged_by_the_url_it_was_asked_for_not_where_it_landed() -> None:
+    # A feed redirected to an internal host: its links would be "of its site" there.
+    inside = redirected("http://ex.com/feed", "http://10.0.0.5/", ["/admin", "/status"])
+    for rule, guard in ((SameSite(), None), (None, AddressGuard())):
+        content = read_source(inside, same_site=rule, guard=guard)
+        assert (content.links, content.sources) == ([], [])
+    # The guard refuses reading it at all.
+    content = read_source(inside, same_site=SameSite(), guard=AddressGuard())
+    assert (content.landed_refused or "").startswith("http://10.0.0.5/")
+    # On its own site (https, www): read, and judged as ex.com's.
+    moved = redirected(
+        "http://ex.com/feed",
+        "https://www.ex.com/feed",
+        ["https://news.ex.com/a", "http://10.0.0.5/x", "http://other.org/b"],
+    )
+    content = read_source(moved, same_site=SameSite(), guard=AddressGuard())
+    assert (content.landed_refused, urls(content)) == (None, ["https://news.ex.com/a"])
+    # To a feed host ECHO_ALLOWED_HOSTS names: read, its links judged as ex.com's.
+    feed_host = redirected(
+        "http://ex.com/rss", "https://feeds.ex-cdn.net/ex", ["https://ex.com/story", "/more"]
+    )
+    assert urls(read_source(feed_host, same_site=SameSite())) == ["https://ex.com/story"]
+    assert urls(read_source(feed_host, same_site=SameSite(["ex-cdn.net"]))) == [
+        "https://ex.com/story",
+        "https://feeds.ex-cdn.net/more",
+    ]
+
+
+def test_links_to_refused_hosts_are_dropped_and_counted_whatever_the_site_rule() -> None:
+    response = HtmlResponse(
+        "http://ex.com/",
+        body=b'<a href="http://169.254.169.254/latest/">1</a><a href="http://2852039166/">2</a>'
+        b'<a href="http://127.0.0.1:6379/">3</a><a href="https://other.org/ok">4</a>',
+        encoding="utf-8",
+    )
+    content = read_source(response, guard=AddressGuard())  # (ECHO_SAME_SITE off)
+    assert (urls(content), content.links_refused) == (["https://other.org/ok"], 3)
 
 
 def test_same_site_by_public_suffix_and_allowed_hosts() -> None:

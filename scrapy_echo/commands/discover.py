@@ -13,9 +13,12 @@ page or one hop from it. So for each host this command:
    for ``ECHO_SOURCES``.
 
 With ``--interval 0`` there is one visit, and a linked page is kept only if it is dated older
-than ``--max-age`` days. Limits: sources deeper than one hop are not found; a section linked
-only some of the time is missed; a dated hub is dropped. Start the crawl with the list and
-let ECHO's schedule tell which sources are worth their crawls.
+than ``--max-age`` days. Links and feeds on hosts the address guard refuses (link-local,
+metadata, loopback or private other than the given hosts') are neither fetched nor written.
+
+Limits: sources deeper than one hop are not found; a section linked only some of the time is
+missed; a dated hub is dropped. Start the crawl with the list and let ECHO's schedule tell
+which sources are worth their crawls.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import DontCloseSpider, UsageError
 
 from scrapy_echo.crawler.settings import read_sources
+from scrapy_echo.sources.address_guard import AddressGuard
 from scrapy_echo.sources.outlinks import extract_outlinks, published_time
 
 _FEED_TYPES = ("application/rss+xml", "application/atom+xml")
@@ -45,6 +49,7 @@ class DiscoverSpider(scrapy.Spider):
                  **kwargs: Any) -> None:  # fmt: skip
         super().__init__(**kwargs)
         self.mains, self.interval, self.max_links = mains, interval, max_links
+        self.guard = AddressGuard.for_crawl(mains)  # (the pages' links are theirs, not ours)
         self.newest_old = time.time() - max_age * 86400  # dated after this: new content
         self.visits: dict[str, list[set[str]]] = defaultdict(list)
         self.feeds: dict[str, list[str]] = defaultdict(list)
@@ -63,13 +68,15 @@ class DiscoverSpider(scrapy.Spider):
             yield scrapy.Request(main, self.parse_main, dont_filter=True, cb_kwargs={"main": main})
 
     def parse_main(self, response: Any, main: str) -> Any:
-        links = extract_outlinks(response, None, same_site=True, limit=5000)
+        links = extract_outlinks(response, None, same_site=True, limit=5000, guard=self.guard)
         self.visits[main].append({link.url for link in links} - {main})
         if len(self.visits[main]) == 1:
             self.first_done = time.time()
             for href in response.css("link[rel=alternate]"):
                 if href.attrib.get("type", "") in _FEED_TYPES and href.attrib.get("href"):
-                    self.feeds[main].append(response.urljoin(href.attrib["href"]))
+                    feed = response.urljoin(href.attrib["href"])
+                    if self.guard.allows(feed):
+                        self.feeds[main].append(feed)
         if self.interval <= 0 or len(self.visits[main]) == 2:
             yield from self._check(main)
 

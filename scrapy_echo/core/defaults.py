@@ -42,6 +42,11 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_MAX_CRAWL_DELAY": 60.0,  # s: robots.txt's Crawl-delay is honoured up to this
     "ECHO_SAME_SITE": True,  # a source yields links of its own site (and ECHO_ALLOWED_HOSTS)
     "ECHO_ALLOWED_HOSTS": [],  # further hosts (or registered domains) any source may link to
+    # Loopback and private addresses (or networks, or names such as localhost) that links,
+    # sitemaps, redirects and requests from Redis may name; the sources' own hosts need not be
+    # listed. Link-local and cloud metadata addresses are refused whatever this says.
+    "ECHO_ALLOWED_PRIVATE_HOSTS": [],
+    "ECHO_CROSS_SITE_SITEMAPS": False,  # robots.txt and sitemap indexes may add other sites' too
     "ECHO_STRIP_PARAMS": list(DEFAULT_STRIP_PARAMS),  # query parameters that name no page
     "ECHO_URL_NORMALIZER": None,  # dotted path to a function url -> url, the user's rule
     "ECHO_MAX_LINKS_PER_SOURCE": 2000,  # links read from one source response
@@ -58,5 +63,8 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_REDIS_DUPEFILTER_TTL": 7 * 86400.0,  # s a done page or request is remembered
     "ECHO_REDIS_POLL_INTERVAL": 0.1,  # s between a worker's round trips to Redis
     "ECHO_REDIS_MAX_ATTEMPTS": 5,  # leases of a request before it is set aside as dead
-    "ECHO_REDIS_META_ALLOW": [],  # meta keys a request from Redis may carry, beyond ECHO's list
+    # Meta keys (or key* patterns) a request from Redis may carry though refused otherwise:
+    # Scrapy's keys that steer a request, ECHO's own, those of plugins that fetch another way.
+    "ECHO_REDIS_META_ALLOW": [],
+    "ECHO_REDIS_META_REFUSE": [],  # further keys (or patterns) refused; ["*"]: known keys only
 }

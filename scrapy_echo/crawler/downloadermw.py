@@ -11,6 +11,10 @@
 - A request robots.txt forbids (Scrapy's ``RobotsTxtMiddleware``, with ``ROBOTSTXT_OBEY``) was
   never sent: its budget slot is given back, and a forbidden source is asked again only after
   ``ECHO_FAILURE_BACKOFF_MAX``, without counting a failure.
+- A redirect of ECHO's own request to a host the address guard refuses
+  (:mod:`scrapy_echo.sources.address_guard`: link-local, metadata, private or loopback but
+  not allowed) is not followed (``IgnoreRequest``): the redirect's target, not the crawl,
+  chose that host. For a source it counts as a failed crawl.
 
 It sits at 60, just inside Scrapy's offsite filter: it sees each response after retries and
 redirects are resolved, so one crawl is one outcome.
@@ -18,6 +22,7 @@ redirects are resolved, so one crawl is one outcome.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest
@@ -29,8 +34,32 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.http import Response
 
+logger = logging.getLogger(__name__)
+
 
 class EchoDownloaderMiddleware(EchoComponent):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._refused_kinds: set[str] = set()  # of requests whose redirect was refused
+
+    def process_request(self, request: Request) -> None:
+        echo = request.meta.get("echo")
+        if not isinstance(echo, dict) or not request.meta.get("redirect_urls"):
+            return
+        refusal = self.runtime.address_guard.refusal(request.url)
+        if refusal is None:
+            return
+        kind = str(echo.get("kind"))
+        self.inc_stat("echo/redirects/refused")
+        self.inc_stat(f"echo/redirects/refused/{kind}")
+        if kind not in self._refused_kinds:  # once per kind of request, then counted
+            self._refused_kinds.add(kind)
+            logger.warning("ECHO refused a redirect of a %s request to %s (%s); more are only "
+                           "counted", kind, request.url, refusal)  # fmt: skip
+        if kind == "source":
+            self._failed(str(echo.get("url", request.url)), request, "redirected to a refused host")
+        raise IgnoreRequest(f"ECHO refused a redirect to {request.url}: {refusal}")
+
     def process_response(self, request: Request, response: Response) -> Response:
         now = self.runtime.clock()
         # In distributed mode the planner counts every worker's responses, from their events.

@@ -25,7 +25,7 @@ from scrapy_echo.core.pages import NewPage
 from scrapy_echo.core.seen import Housekeeping
 from scrapy_echo.crawler.echo_requests import page_request
 from scrapy_echo.crawler.link_batch import LinkBatch
-from scrapy_echo.crawler.settings import EchoConfig
+from scrapy_echo.crawler.settings import EchoConfig, read_sources
 from scrapy_echo.crawler.signals import page_found, source_retired
 from scrapy_echo.crawler.throughput import LaneShare, Throughput
 from scrapy_echo.inputs.clickfeed import InvalidClickRow, check_not_ahead, parse_click
@@ -33,6 +33,7 @@ from scrapy_echo.inputs.signalfeed import SignalIntake
 from scrapy_echo.model.decisions.policies import Policy
 from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.model.intervals.plan import Plan
+from scrapy_echo.sources.address_guard import AddressGuard
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -83,6 +84,7 @@ class EchoRuntime:
         self.politeness: Politeness | None = None
         # Gives back the budget slot of a request that was never sent (robots.txt forbade it).
         self.refund: Callable[[], None] | None = None
+        self._address_guard: AddressGuard | None = None
 
     # The core's parts, read-only here: only the core changes them (CrawlCore.reset).
     @property
@@ -96,6 +98,21 @@ class EchoRuntime:
     @property
     def solves(self) -> int:
         return self.core.solves
+
+    @property
+    def address_guard(self) -> AddressGuard:
+        """Which hosts links, sitemaps, redirects and requests read from Redis may name
+        (:mod:`scrapy_echo.sources.address_guard`): besides public ones, the hosts of the
+        crawl's own sources (``ECHO_SOURCES`` and the spider's ``echo_sources``, as they were
+        at start) and ``ECHO_ALLOWED_PRIVATE_HOSTS``."""
+        if self._address_guard is not None:
+            return self._address_guard
+        spider = self.crawler.spider
+        own = read_sources(getattr(spider, "echo_sources", ()))
+        guard = AddressGuard.for_crawl(self.config.sources + own, self.config.allowed_private_hosts)
+        if spider is not None:  # (known for good once the spider is)
+            self._address_guard = guard
+        return guard
 
     @classmethod
     def of(cls, crawler: Crawler) -> EchoRuntime:

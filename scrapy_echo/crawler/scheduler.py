@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,9 +95,18 @@ class EchoScheduler(EchoComponent):
 
     # -- BaseScheduler ---------------------------------------------------------------------
     def attach(self, spider: Spider) -> None:
-        """Know the spider: its source callback, and whose methods stored requests name."""
+        """Know the spider: its source callback, whose methods stored requests name, and (with
+        rules for stored requests: Redis) the hosts of its sources, which they may name."""
         self.spider = spider
         self._source_callback = getattr(spider, "parse_source", None) or source_seen
+        if self.request_rules is not None:
+            # (Completed only now: the address guard needs the spider's echo_sources.)
+            config = self.runtime.config
+            self.request_rules = replace(
+                self.request_rules,
+                refused_meta=config.redis_meta_refuse,
+                guard=self.runtime.address_guard,
+            )
 
     def open(self, spider: Spider) -> None:
         self.attach(spider)

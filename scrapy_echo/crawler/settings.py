@@ -20,6 +20,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy_echo.core.defaults import DEFAULTS
 from scrapy_echo.core.identity import PageIdentity, SameSite, load_normalizer
 from scrapy_echo.model.decisions.registry import POLICIES
+from scrapy_echo.sources.address_guard import AddressGuard
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -61,6 +62,8 @@ class EchoConfig:
     max_crawl_delay: float
     same_site: bool
     allowed_hosts: tuple[str, ...]
+    allowed_private_hosts: tuple[str, ...]
+    cross_site_sitemaps: bool
     identity: PageIdentity
     max_links_per_source: int
     page_callback: str
@@ -76,6 +79,7 @@ class EchoConfig:
     redis_poll_interval: float
     redis_max_attempts: int
     redis_meta_allow: tuple[str, ...]
+    redis_meta_refuse: tuple[str, ...]
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> EchoConfig:
@@ -128,6 +132,8 @@ class EchoConfig:
             max_crawl_delay=get.number("ECHO_MAX_CRAWL_DELAY", at_least=0.0),
             same_site=get.flag("ECHO_SAME_SITE"),
             allowed_hosts=get.names("ECHO_ALLOWED_HOSTS"),
+            allowed_private_hosts=get.private_hosts("ECHO_ALLOWED_PRIVATE_HOSTS"),
+            cross_site_sitemaps=get.flag("ECHO_CROSS_SITE_SITEMAPS"),
             identity=PageIdentity(get.names("ECHO_STRIP_PARAMS"), _normalizer(get)),
             max_links_per_source=get.integer("ECHO_MAX_LINKS_PER_SOURCE"),
             page_callback=get.text("ECHO_PAGE_CALLBACK"),
@@ -143,6 +149,7 @@ class EchoConfig:
             redis_poll_interval=get.number("ECHO_REDIS_POLL_INTERVAL"),
             redis_max_attempts=get.integer("ECHO_REDIS_MAX_ATTEMPTS"),
             redis_meta_allow=get.names("ECHO_REDIS_META_ALLOW"),
+            redis_meta_refuse=get.names("ECHO_REDIS_META_REFUSE"),
         )
 
     @property
@@ -317,6 +324,15 @@ class _Getter:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise NotConfigured(f"{name} ({value!r}) must be a list of strings")
         return tuple(v.strip() for v in value if v.strip())
+
+    def private_hosts(self, name: str) -> tuple[str, ...]:
+        """Addresses, networks and names the address guard may allow (:meth:`names`)."""
+        entries = self.names(name)
+        try:
+            AddressGuard(entries)
+        except ValueError as exc:
+            raise NotConfigured(f"{name} ({self.raw(name)!r}): {exc}") from None
+        return entries
 
     def choice(self, name: str, choices: tuple[str, ...]) -> str:
         value = self.raw(name)

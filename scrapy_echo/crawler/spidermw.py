@@ -52,6 +52,7 @@ class EchoSpiderMiddleware(EchoComponent):
         self._own_signals = OwnSignals()
         self._unknown_zone_logged = False
         self._future_date_logged = False
+        self._warned: set[str] = set()  # conditions logged once, then only counted
 
     # (The link collector, last in the chain, marks each response done.)
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
@@ -85,10 +86,14 @@ class EchoSpiderMiddleware(EchoComponent):
                 extractor=getattr(self.crawler.spider, "echo_link_extractor", None),
                 identity=config.identity,
                 same_site=config.site_rule,
+                guard=self.runtime.address_guard,
+                cross_site_sitemaps=config.cross_site_sitemaps,
                 limit=config.max_links_per_source,
             )
         self._count_unknown_zones(zones, response.url)
-        self.inc_stat(f"echo/sources/kind/{content.kind}")
+        if content.landed_refused is None:
+            self.inc_stat(f"echo/sources/kind/{content.kind}")
+        self._count_refused(str(echo.get("url", response.url)), content)
         if content.bad_urls:
             self.inc_stat("echo/links/bad_url", content.bad_urls)
         if content.error is not None:
@@ -121,6 +126,46 @@ class EchoSpiderMiddleware(EchoComponent):
         return [
             link_request(url, i, callback) for i, (url, _) in enumerate(links) if treated[i] is None
         ]
+
+    def _count_refused(self, source: str, content: SourceContent) -> None:
+        """Count what ``source``'s response was refused (each kind logged once, then only
+        counted; a source redirected to a refused host once per source)."""
+        if content.landed_refused is not None:
+            self.inc_stat("echo/sources/redirected_refused")
+            self._warn_once(
+                f"refused landing {source}",
+                "ECHO source %s redirected to %s: not read (ECHO_ALLOWED_PRIVATE_HOSTS "
+                "may allow a private host)",
+                source,
+                content.landed_refused,
+            )
+        refused = content.links_refused + content.sources_refused
+        if content.links_refused:
+            self.inc_stat("echo/links/address_refused", content.links_refused)
+        if content.sources_refused:
+            self.inc_stat("echo/sources/address_refused", content.sources_refused)
+        if refused:
+            self._warn_once(
+                "address",
+                "ECHO refused %d links or sitemaps of %s, such as %s; more are only counted",
+                refused,
+                source,
+                content.first_refusal,
+            )
+        if content.cross_site_sources:
+            self.inc_stat("echo/sources/cross_site_refused", content.cross_site_sources)
+            self._warn_once(
+                "cross-site",
+                "ECHO refused %d sitemaps on other sites than %s's (ECHO_CROSS_SITE_SITEMAPS "
+                "allows them); more are only counted",
+                content.cross_site_sources,
+                source,
+            )
+
+    def _warn_once(self, key: str, message: str, *args: Any) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning(message, *args)
 
     def _dates_moved(self, content: SourceContent, fetched: float, where: str) -> None:
         """The change signals a source response carries itself: a sitemap index's ``lastmod``

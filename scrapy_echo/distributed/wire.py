@@ -7,21 +7,26 @@ callbacks name public methods of the running spider's class. Anything else is an
 :class:`InvalidPayload` (with a ``kind`` for the stats); nothing in it is ever executed.
 
 In distributed mode a stored request must also keep to :class:`RequestRules`: what it may ask
-of a worker beyond "fetch this URL for that callback" (docs/distributed.rst, "What a stored
-request may ask").
+of a worker beyond "fetch this URL for that callback", and which URLs it may name at all
+(docs/distributed.rst, "What a stored request may ask").
 """
 
 from __future__ import annotations
 
 import base64
+import fnmatch
+import functools
 import json
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy.utils.request import request_from_dict
+
+from scrapy_echo.sources.address_guard import AddressGuard
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -61,12 +66,9 @@ def _seconds(value: Any) -> bool:
     )
 
 
-# The meta keys a request from Redis may carry, each with the values it may take: ECHO's own
-# tags, and Scrapy's keys that change how a response is handled but never where a request
-# goes, through what, or with whose credentials. Not here, so refused: proxy, _auth_proxy,
-# http_user / http_pass (credentials), download_slot (politeness), bindaddress,
-# dont_obey_robotstxt, allow_offsite, download_maxsize, and the keys middlewares set on a
-# request under way (redirect_*, retry_times: a followup is finished where it started).
+# The meta keys of Scrapy and ECHO a request from Redis may carry, each with the values it may
+# take: ECHO's own tags, and Scrapy's keys that change how a response is handled but never
+# where a request goes, through what, or with whose credentials.
 META_RULES: dict[str, Callable[[Any], bool]] = {
     "echo": lambda value: isinstance(value, dict),
     "echo_refresh": _flag,
@@ -83,6 +85,23 @@ META_RULES: dict[str, Callable[[Any], bool]] = {
     "download_timeout": _seconds,
     "referrer_policy": lambda value: isinstance(value, str),
 }
+# The meta keys (glob patterns) a request from Redis may not carry unless
+# ECHO_REDIS_META_ALLOW names them; any other key is the spider's own data, and comes through
+# with any JSON value. Refused: the rest of Scrapy's keys, which change where a request goes
+# (proxy, bindaddress, allow_offsite, verbatim_url), with whose credentials (http_user,
+# ftp_password), at what pace (download_slot, autothrottle_*), what it may skip
+# (dont_obey_robotstxt) or fetch (download_maxsize), or which a middleware sets on a request
+# under way (redirect_*, retry_times: a followup is finished where it started, cached_*);
+# ECHO's other keys (echo_lease, echo_source); private ones (a leading underscore); and
+# the keys of plugins that fetch another way (a browser, a rendering or scraping service),
+# where whoever wrote the entry could reach what the address guard keeps them from.
+REFUSED_META = (
+    "_*", "echo*", "proxy*", "bindaddress", "allow_offsite", "verbatim_url", "http_*",
+    "ftp_*", "download_*", "autothrottle_*", "dont_*", "redirect_*", "retry_*", "cache*",
+    "depth_*", "priority_adjust", "rule",
+    "playwright*", "pyppeteer*", "selenium*", "splash*", "zyte_api*", "zyte_smartproxy*",
+    "crawlera*", "impersonate*", "scrapingbee*", "scraperapi*",
+)  # fmt: skip
 METHODS = ("GET", "HEAD", "POST")
 # Credentials are added on the worker (HttpAuthMiddleware, the cookie jar), never read from
 # Redis: whoever can write there could attach them to any URL, and anyone who can read it
@@ -100,16 +119,27 @@ class InvalidPayload(ValueError):
 
 @dataclass(frozen=True)
 class RequestRules:
-    """What a request read from Redis may ask of a worker: a method of :data:`METHODS`,
-    meta keys of :data:`META_RULES` (with their values) or of ``extra_meta``
-    (``ECHO_REDIS_META_ALLOW``, any value), no header of :data:`REFUSED_HEADERS` and no
-    cookies."""
+    """What a request read from Redis may ask of a worker: a method of :data:`METHODS`; a
+    URL whose host ``guard`` allows, and no ``Host`` header naming another host; meta keys
+    of :data:`META_RULES` (with their values), or matching ``extra_meta``
+    (``ECHO_REDIS_META_ALLOW``, any value), or else matching neither :data:`REFUSED_META`
+    nor ``refused_meta`` (``ECHO_REDIS_META_REFUSE``); no header of
+    :data:`REFUSED_HEADERS` and no cookies."""
 
     extra_meta: frozenset[str] = frozenset()
+    refused_meta: tuple[str, ...] = ()
+    # (By default nothing loopback or private: only the crawl knows its own sources' hosts.)
+    guard: AddressGuard = field(default_factory=AddressGuard)
 
     @classmethod
-    def allowing(cls, extra_meta: Iterable[str]) -> RequestRules:
-        return cls(frozenset(extra_meta))
+    def allowing(
+        cls,
+        extra_meta: Iterable[str],
+        *,
+        refused_meta: Iterable[str] = (),
+        guard: AddressGuard | None = None,
+    ) -> RequestRules:
+        return cls(frozenset(extra_meta), tuple(refused_meta), guard or AddressGuard())
 
     def check(self, data: dict[str, Any]) -> None:
         """``InvalidPayload`` if ``data`` (a request's dict form, headers as text) asks for
@@ -118,22 +148,61 @@ class RequestRules:
         if method not in METHODS:
             raise InvalidPayload("method_refused", f"method {method!r:.40} refused")
         for key, value in data.get("meta", {}).items():
-            if key in self.extra_meta:
-                continue
-            rule = META_RULES.get(key)
-            if rule is None:
-                raise InvalidPayload(
-                    "meta_refused", f"meta key {key!r:.60} refused (see ECHO_REDIS_META_ALLOW)"
-                )
-            if not rule(value):
-                raise InvalidPayload("meta_refused", f"meta {key} = {value!r:.60} refused")
-        for name, values in data.get("headers", {}).items():
+            self._check_meta(key, value)
+        headers = data.get("headers", {})
+        for name, values in headers.items():
             if name.lower() in REFUSED_HEADERS:
                 raise InvalidPayload("header_refused", f"header {name!r:.60} refused")
             if not _TOKEN.match(name) or any(_UNSAFE.search(value) for value in values):
                 raise InvalidPayload("header_refused", f"header {name!r:.60} is malformed")
         if data.get("cookies"):
             raise InvalidPayload("cookies_refused", "cookies refused (use the cookie jar)")
+        self.check_target(data["url"], headers)
+
+    def check_target(self, url: str, headers: dict[str, list[str]]) -> None:
+        """``InvalidPayload`` if ``url`` names a host the guard refuses, or ``headers`` a
+        ``Host`` that is not ``url``'s (a virtual host, or an internal service behind a
+        shared front, that the URL does not name)."""
+        refusal = self.guard.refusal(url)
+        if refusal is not None:
+            raise InvalidPayload("address_refused", f"URL {url:.100} refused: {refusal}")
+        for name, values in headers.items():
+            if name.lower() == "host" and not (len(values) == 1 and _names_host(values[0], url)):
+                raise InvalidPayload(
+                    "header_refused", f"header Host {values!r:.60} is not the host of {url:.100}"
+                )
+
+    def _check_meta(self, key: str, value: Any) -> None:
+        if _any_matches(tuple(self.extra_meta)).match(key):
+            return
+        rule = META_RULES.get(key)
+        if rule is not None:
+            if not rule(value):
+                raise InvalidPayload("meta_refused", f"meta {key} = {value!r:.60} refused")
+            return
+        if _any_matches(REFUSED_META + self.refused_meta).match(key):
+            raise InvalidPayload(
+                "meta_refused", f"meta key {key!r:.60} refused (see ECHO_REDIS_META_ALLOW)"
+            )
+
+
+@functools.lru_cache(maxsize=16)
+def _any_matches(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One expression for glob ``patterns`` (case-sensitive, as meta keys are); matches
+    nothing when there are none."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or r"(?!)")
+
+
+def _names_host(value: str, url: str) -> bool:
+    """Whether a ``Host`` header's ``value`` names ``url``'s host and port."""
+    try:
+        want, got = urlsplit(url), urlsplit(f"//{value.strip()}")
+        default = 443 if want.scheme == "https" else 80
+        same_port = (got.port or default) == (want.port or default)
+    except ValueError:  # a port that is not one
+        return False
+    plain = got.netloc == value.strip() and not got.path and "@" not in value
+    return plain and same_port and got.hostname is not None and got.hostname == want.hostname
 
 
 def encode_request(
@@ -165,7 +234,21 @@ def encode_request(
     try:
         return json.dumps(data, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise ValueError(f"request {request.url} holds data that is not JSON: {exc}") from None
+        key = _first_not_json(data.get("meta", {}))
+        where = f" (meta key {key!r:.60})" if key is not None else ""
+        raise ValueError(
+            f"request {request.url} holds data that is not JSON{where}: {exc}"
+        ) from None
+
+
+def _first_not_json(meta: dict[str, Any]) -> str | None:
+    """The first meta key whose value is not JSON data, if one is: what to tell the user."""
+    for key, value in meta.items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return str(key)
+    return None
 
 
 def decode_request(
@@ -198,6 +281,7 @@ def decode_request(
     own = data.get("callback") == SOURCE_CALLBACK
     if own:
         data["callback"] = None
+    headers = data.get("headers", {})
     try:
         data["body"] = base64.b64decode(data.get("body", ""), validate=True)
         data["headers"] = {
@@ -208,6 +292,10 @@ def decode_request(
     except (ValueError, TypeError, LookupError, RecursionError) as exc:
         # (LookupError: a missing key, or an unknown encoding.)
         raise InvalidPayload("bad_field", f"not a request: {exc!r:.200}") from None
+    if rules is not None:
+        # Again as the worker will fetch it: Scrapy rewrites a URL it builds a request from
+        # (a backslash before "@" ends the host, full-width digits are digits).
+        rules.check_target(request.url, headers)
     if own:
         request = request.replace(callback=source_callback)
     return request

@@ -16,6 +16,13 @@ kind                    read by
 
 A gzip body is unpacked first. Links come back clean (:class:`~scrapy_echo.core.identity
 .PageIdentity`), in page order, each once, with the publication time the source states.
+
+What a source lists is someone else's word, so what it may add is judged against the URL the
+source was asked for, never against where a redirect took it (the redirect's target chooses
+that): links of that site (with a site rule), sitemaps on that site (unless cross-site
+sitemaps are allowed), and with an address guard (:mod:`scrapy_echo.sources.address_guard`)
+neither on a host it refuses. A source a redirect took to a host the guard refuses is not
+read at all; one taken to another public site is read as its own site's.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
 
 from scrapy_echo.core.identity import PageIdentity, SameSite, site_of
+from scrapy_echo.sources.address_guard import AddressGuard
 from scrapy_echo.sources.feeds import looks_like_json_feed, parse_feed, parse_json_feed
 from scrapy_echo.sources.published import page_published
 from scrapy_echo.sources.sitemaps import (
@@ -65,6 +73,13 @@ class SourceContent:
     source_dates: dict[str, float] = field(default_factory=dict)
     bad_urls: int = 0  # links that were not http(s) URLs, or that no rule could clean
     error: str | None = None  # why nothing could be read (a broken gzip body, ...)
+    # Where a redirect took the source, and why that is refused: nothing was read.
+    landed_refused: str | None = None
+    # Links and further sources on hosts the address guard refuses; the first, and why.
+    links_refused: int = 0
+    sources_refused: int = 0
+    first_refusal: str | None = None
+    cross_site_sources: int = 0  # sitemaps on other sites, refused
 
 
 def read_source(
@@ -73,34 +88,55 @@ def read_source(
     extractor: Any | None = None,
     identity: PageIdentity | None = None,
     same_site: SameSite | None = None,
+    guard: AddressGuard | None = None,
+    cross_site_sitemaps: bool = False,
     limit: int = 5000,
 ) -> SourceContent:
-    """The links (at most ``limit``) and further sources ``response`` shows. With
-    ``same_site``, only links it allows for the response's site are kept."""
+    """The links (at most ``limit``) and further sources ``response`` shows.
+
+    Judged against the site of the URL the source was asked for (the first of the
+    response's redirect chain): with ``same_site``, only the links it allows for that
+    site; further sources only on that site (by ``same_site``, else the site alone) unless
+    ``cross_site_sitemaps``; with ``guard``, neither on a host it refuses. A response a
+    redirect took to a host ``same_site`` or ``guard`` refuses is not read
+    (:attr:`SourceContent.landed_refused`)."""
     identity = identity or PageIdentity()
+    origin = _requested_url(response)
+    site = site_of(origin)
+    landing = _landing_refused(response.url, origin, site, same_site, guard)
+    if landing is not None:
+        return SourceContent("off-site", landed_refused=landing)
     raw = _raw_content(response, extractor)
     content = SourceContent(raw.kind, error=raw.error)
-    site = site_of(response.url)
     seen: set[str] = set()
     for url, published in raw.links:
         clean = _clean(identity, response, url)
         if clean is None:
             content.bad_urls += 1
-        elif clean not in seen and (same_site is None or same_site.allows(site, clean)):
+        elif clean in seen or (same_site is not None and not same_site.allows(site, clean)):
+            continue
+        elif _guard_refuses(guard, clean, content):
+            content.links_refused += 1
+        else:
             seen.add(clean)
             content.links.append(Outlink(clean, published))
             if len(content.links) >= limit:
                 break
+    # The sitemap protocol lets a robots.txt submit sitemaps on any host; taken up, it would
+    # let any site add sources on any other, to be recrawled for ever.
+    own_site = same_site or SameSite()
     dates = raw.source_dates or [None] * len(raw.sources)
     for url, changed in zip(raw.sources[:limit], dates[:limit], strict=True):
         clean = _clean(identity, response, url)
         if clean is None:
             content.bad_urls += 1
+        elif clean in content.sources:
             continue
-        # robots.txt may name sitemaps on any host (the protocol's cross-host submission);
-        # a sitemap index only those of its own site.
-        allowed = raw.kind == "robots" or same_site is None or same_site.allows(site, clean)
-        if allowed and clean not in content.sources:
+        elif not cross_site_sitemaps and not own_site.allows(site, clean):
+            content.cross_site_sources += 1
+        elif _guard_refuses(guard, clean, content):
+            content.sources_refused += 1
+        else:
             content.sources.append(clean)
             if changed is not None:
                 content.source_dates[clean] = changed
@@ -108,11 +144,17 @@ def read_source(
 
 
 def extract_outlinks(
-    response: Response, extractor: Any | None, *, same_site: bool, limit: int
+    response: Response,
+    extractor: Any | None,
+    *,
+    same_site: bool,
+    limit: int,
+    guard: AddressGuard | None = None,
 ) -> list[Outlink]:
     """The page links of a source response (:func:`read_source` with the default identity)."""
+    rule = SameSite() if same_site else None
     return read_source(
-        response, extractor=extractor, same_site=SameSite() if same_site else None, limit=limit
+        response, extractor=extractor, same_site=rule, guard=guard, limit=limit
     ).links
 
 
@@ -171,6 +213,33 @@ def _xml_content(body: bytes, content_type: str) -> _Raw | None:
         kind, items = feed
         return _Raw(kind, [(item.url, item.published) for item in items])
     return None
+
+
+def _requested_url(response: Response) -> str:
+    """The URL ``response``'s request was first made for, before any redirect."""
+    request = response.request
+    redirects = request.meta.get("redirect_urls") if request is not None else None
+    return str(redirects[0]) if redirects else response.url
+
+
+def _landing_refused(
+    landed: str, origin: str, site: str, same_site: SameSite | None, guard: AddressGuard | None
+) -> str | None:
+    """Where a redirect took a source and why that is refused; ``None`` if it is not. A
+    public host on another site is read (a feed moved to a feed service lists the site's
+    own articles), judged by the site the source was asked for."""
+    if landed == origin:
+        return None
+    refusal = guard.refusal(landed) if guard is not None else None
+    return f"{landed} ({refusal})" if refusal is not None else None
+
+
+def _guard_refuses(guard: AddressGuard | None, url: str, content: SourceContent) -> bool:
+    """Whether ``guard`` refuses ``url``; the first refusal is noted in ``content``."""
+    refusal = guard.refusal(url) if guard is not None else None
+    if refusal is not None and content.first_refusal is None:
+        content.first_refusal = f"{url} ({refusal})"
+    return refusal is not None
 
 
 def _clean(identity: PageIdentity, response: Response, url: str) -> str | None:
