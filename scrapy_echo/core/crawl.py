@@ -42,6 +42,7 @@ from scrapy_echo.core.state import CrawlState, fingerprint
 from scrapy_echo.core.state_config import StateConfig
 from scrapy_echo.core.valuation import valued
 from scrapy_echo.core.view import CrawlView
+from scrapy_echo.model.decisions.frontier import WaitingPage
 from scrapy_echo.model.decisions.policies import Decision, Policy
 from scrapy_echo.model.estimation.cycles import rate_factor
 from scrapy_echo.model.intervals.curves import FloatArray
@@ -63,6 +64,7 @@ class CrawlCore:
         self.solves = 0
         self.hosts = SourceHosts()
         self.duplicates_skipped = 0  # waiting pages found fetched under another URL
+        self._replayed_pages = 0  # pages fetched in a replay not yet ended (see replayed)
         # Runs the state's upkeep at each re-plan: inline here (the simulator); a live crawl
         # puts the O(n) part on a thread so the reactor never waits for it.
         self.run_housekeeping: Callable[[Housekeeping], None] = run_inline
@@ -142,6 +144,47 @@ class CrawlCore:
         else:
             raise TypeError(f"not an event: {event!r:.80}")
         return []
+
+    def replay(self, event: Event) -> None:
+        """Apply ``event`` again after a restart, from the journal of what the crawl observed
+        since its last checkpoint (:mod:`scrapy_echo.crawler.journal`): as :meth:`apply`, the
+        new pages queued as the crawl queued them. Dispatches are not journaled, so a source
+        crawl counts as dispatched when it was fetched: a source crawled just before the crash
+        is not due again at once. Call :meth:`replayed` after the last event."""
+        for page in self.apply(event):
+            self.queue(page)
+        if isinstance(event, PageFetched):
+            self._replayed_pages += not event.refresh
+        elif isinstance(event, (SourceFetched, SourceNotModified)):
+            source = self.state.add_source(event.url)
+            last = float(self.state.last_crawl[source])
+            # (A later time stands: a back-off or a retirement, set by an event after.)
+            if math.isnan(last) or last < event.t:
+                self.state.source_dispatched(source, event.t)
+
+    def replayed(self) -> int:
+        """End a :meth:`replay`: the waiting pages fetched since they were queued leave the
+        frontier (a checkpoint saved them waiting, or a replayed source crawl queued them
+        again, and the journal says they were fetched after), and the policy forgets the
+        crawl times it cached. Returns how many pages left."""
+        self.policy.crawl_times_changed()
+        if not self._replayed_pages:
+            return 0
+        self._replayed_pages = 0
+        state, frontier = self.state, self.state.frontier
+        by_source: dict[int, list[WaitingPage]] = {}
+        for waiting in frontier.pages():
+            by_source.setdefault(waiting.source, []).append(waiting)
+        gone = 0
+        for source, pages in by_source.items():
+            left = [w for w in pages if not state.already_fetched(getattr(w.page, "url", ""))]
+            if len(left) == len(pages):
+                continue
+            gone += len(pages) - len(left)
+            frontier.drop(source)
+            for w in left:  # (in the order they leave: ties stay first in, first out)
+                frontier.push(source, w.page, appeared=w.appeared, discovered=w.discovered)
+        return gone
 
     def add_sources(self, urls: Sequence[str]) -> list[int]:
         """:class:`SourceAdded` for each of ``urls`` at once (the per-source tables grow once:

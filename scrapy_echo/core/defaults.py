@@ -27,6 +27,7 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_SITE_WEIGHTS": {},  # site or host -> weight of its pages' value (1 if not named)
     "ECHO_SITE_SCORES": None,  # echo-rank-sites' CSV: each site's score scales its cold start
     "ECHO_CHECKPOINT_INTERVAL": 60.0,  # s between JOBDIR checkpoints
+    "ECHO_JOURNAL_INTERVAL": 0.5,  # s between syncs of the JOBDIR journal (0: no journal)
     "ECHO_PLAIN_SHARE": 0.5,  # share of slots for the spider's own requests while ECHO has work
     "ECHO_REFRESH_SHARE": 0.05,  # most of the budget spent refetching pages that may have changed
     "ECHO_REFRESH_STALE_COST": 1.0,  # what a click on a stale copy loses (1: the whole click)

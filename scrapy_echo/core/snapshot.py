@@ -50,6 +50,9 @@ history         one sample per re-solve, for reports
 plain           the plain lane's requests, after those in flight when saved (JOBDIR only)
 feeds           click and signal feed readers' positions, by path: each names its file by its
                 bytes (:meth:`FeedReader.state <scrapy_echo.inputs.clickfeed.FeedReader.state>`)
+journal         the first segment of the journal written after this snapshot: the ones before
+                are in it, the later ones are replayed on top of it (JOBDIR only, see
+                :mod:`scrapy_echo.crawler.journal`; none: 0)
 events_applied  :meth:`EventDedup.to_data <scrapy_echo.distributed.dedup.EventDedup.to_data>`:
                 the last event number applied per worker (Redis only)
 =============== ===========================================================================

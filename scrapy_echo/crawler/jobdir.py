@@ -7,15 +7,17 @@ plain lane), and the click feed's read position: one :mod:`scrapy_echo.core.snap
 Redis and ``scrapy echo-report`` use too (versioned plain data, no pickle). Taken every
 ``ECHO_CHECKPOINT_INTERVAL`` seconds and at close, and written (on a
 thread, but at close) to a temporary file that is flushed, synced and renamed over the old
-one: a ``kill -9`` leaves the previous checkpoint whole, so it loses at most one period.
+one: a ``kill -9`` leaves the previous checkpoint whole. What the crawl observed since is in
+the journal (:mod:`scrapy_echo.crawler.journal`), replayed on top of it at restart: a crash
+loses about a second (``ECHO_JOURNAL_INTERVAL``), not a period.
 
-A checkpoint that cannot be read at all is moved aside (``echo-state.json.unreadable-<time>``)
-and the crawl starts afresh, with an error in the log; a saved request that no longer fits the
-spider (a renamed callback, a damaged entry) is skipped, counted and logged once per reason,
-and the rest is restored. A waiting page is data: its request, built when it leaves, goes to
-this run's page callback; so does a page in flight whose callback is gone (its link is seen,
-nothing else would fetch it). A checkpoint of another
-format version (an earlier build's) is moved aside the same way, the error naming its version.
+A checkpoint that cannot be read at all is moved aside (``echo-state.json.unreadable-<time>``,
+its journal with it) and the crawl starts afresh, with an error in the log; a saved request
+that no longer fits the spider (a renamed callback, a damaged entry) is skipped, counted and
+logged once per reason, and the rest is restored. A waiting page is data: its request, built
+when it leaves, goes to this run's page callback; so does a page in flight whose callback is
+gone (its link is seen, nothing else would fetch it). A checkpoint of another format version
+(an earlier build's) is moved aside the same way, the error naming its version.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scrapy_echo.core import snapshot as snapshots
 from scrapy_echo.core.collector import collector_paused
 from scrapy_echo.crawler.in_flight import LET_GO_AFTER, InFlight
+from scrapy_echo.crawler.journal import Journal, finished_requests, segment_name
 from scrapy_echo.model.decisions.registry import make_policy
 
 if TYPE_CHECKING:
@@ -104,6 +107,8 @@ class Checkpointer:
         settings, stats = runtime.crawler.settings, runtime.crawler.stats
         timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
         self.in_flight = InFlight(LET_GO_AFTER * timeout, stats)
+        recording = runtime.config.journal_interval > 0
+        self.journal = None if path is None else Journal(path.parent, stats, recording=recording)
 
     @classmethod
     def from_crawler(
@@ -144,24 +149,38 @@ class Checkpointer:
             started = time.perf_counter()
             self._saved(self._write(*captured), captured[0], started)
 
-    def _capture(self) -> tuple[int, snapshots.Captured] | None:
+    def close(self) -> None:
+        """At close: the journal written (if the last checkpoint fails, it still holds what
+        came since the one before), then the last checkpoint."""
+        if self.journal is not None:
+            self.journal.flush_now()
+        self.save_now()
+        if self.journal is not None:
+            self.journal.close()
+
+    def _capture(self) -> tuple[int, snapshots.Captured, int] | None:
+        """The state now, and the journal segment that starts here (a checkpoint's number,
+        its capture, the segment)."""
         if self.path is None or self.scheduler.spider is None:
             return None
         self._captures += 1
+        journal = self.journal.rotate() if self.journal is not None else 0
         # Requests in flight go first: they were taken before anything still waiting.
         in_flight = self.in_flight.holding(self.runtime.clock())
         self._saved_in_flight = len(in_flight)
         runtime = self.runtime
-        return self._captures, snapshots.capture(
+        captured = snapshots.capture(
             runtime.core,
             runtime.clock(),
             self.scheduler.encode,
             [*in_flight, *self.scheduler.plain],
-            extra={"feeds": runtime.feed_state()},
+            extra={"feeds": runtime.feed_state(), "journal": journal},
         )
+        return self._captures, captured, journal
 
-    def _write(self, number: int, captured: snapshots.Captured) -> bool:
-        """Write a capture unless a newer one was written meanwhile; whether it was."""
+    def _write(self, number: int, captured: snapshots.Captured, journal: int = 0) -> bool:
+        """Write a capture unless a newer one was written meanwhile; whether it was. The
+        journal's segments before ``journal`` are in it, and go once it is on disk."""
         assert self.path is not None
         with self._writing:  # one writer of the file at a time, the newest capture last
             if number <= self._written:
@@ -170,6 +189,8 @@ class Checkpointer:
             with collector_paused():
                 write_atomically(self.path, captured.chunks())
             self._written = number
+            if self.journal is not None:
+                self.journal.checkpointed(journal)
         self._unsaved_requests = captured.skipped
         return True
 
@@ -201,34 +222,69 @@ class Checkpointer:
         logger.error("ECHO checkpoint %d to %s failed: %s", number, self.path, failure.value)
 
     def restore(self, spider: Spider) -> bool:
-        """Load the last checkpoint, if any; ``True`` if one was loaded. The crawl starts
-        now: from here on, the checkpoints follow the requests in flight."""
-        if self.path is None:
+        """Load the last checkpoint, if any, and replay the journal on top of it; ``True`` if
+        either restored anything. The crawl starts now: from here on, the checkpoints follow
+        the requests in flight, and the journal the events."""
+        if self.path is None or self.journal is None:
             return False
         # The one-machine scheduler is the one listener (distributed mode has its own).
         self.runtime.on_done = self.in_flight.done
-        path: Path = self.path
+        first = self._load(self.path)
+        replayed = self.journal.replay(self.runtime.core, first or 0)
+        # (Also a page whose fetch the checkpoint itself saw, taken while it was reported.)
+        ended = finished_requests(self.scheduler.plain, replayed, self.runtime.state)
+        if replayed.events:
+            state = self.runtime.state
+            logger.info(
+                "ECHO resumed from the journal in %s: %d events since the %s replayed (%d "
+                "saved requests had ended since): %d sources, %d waiting pages",
+                self.journal.directory,
+                replayed.events,
+                "start" if first is None else "checkpoint",
+                ended,
+                len(state.sources),
+                len(state.frontier),
+            )
+        if self.journal.recording:
+            self.runtime.journal = self.journal.record
+        return first is not None or replayed.events > 0
+
+    def _load(self, path: Path) -> int | None:
+        """Restore the checkpoint at ``path``; the journal segment it names, or ``None`` if
+        there is none, or none readable (then it goes aside with its journal)."""
         if not path.exists():
-            return False
+            return None
         saved = SavedRequests(self.scheduler.decode, self._page_callback_name())
         try:
             snapshot = snapshots.read(path.read_bytes())
+            first = snapshot.get("journal", 0)  # (a snapshot not from a JOBDIR has none)
+            if type(first) is not int or first < 0:
+                raise ValueError(f"journal must be a segment number, got {first!r:.40}")
             policy = make_policy(self.runtime.config.policy)  # takes what the saved one kept
             restored, plain, refused = snapshots.restore(
                 self.runtime.config, snapshot, saved, policy
             )
             self.runtime.restore_feeds(snapshot["feeds"])
         except Exception as exc:
-            # Keep the file for inspection; a fresh start beats refusing to run a monitor.
-            aside = path.with_name(f"{path.name}.unreadable-{int(time.time())}")
+            # Keep the files for inspection; a fresh start beats refusing to run a monitor.
+            # The journal goes too: it holds what came after a state no longer there.
+            suffix = f".unreadable-{int(time.time())}"
+            aside = path.with_name(path.name + suffix)
             os.replace(path, aside)
+            assert self.journal is not None
+            for number in self.journal.segments():
+                segment = path.with_name(segment_name(number))
+                try:
+                    os.replace(segment, segment.with_name(segment.name + suffix))
+                except OSError as moved:  # (then replayed on the fresh state: less lost)
+                    logger.warning("ECHO journal segment %s not set aside: %s", segment, moved)
             logger.error(
                 "ECHO checkpoint %s unreadable (%s); moved to %s, and the crawl starts afresh",
                 path,
                 exc,
                 aside,
             )
-            return False
+            return None
         self.runtime.core.reset(restored, policy)  # every component reads it through the runtime
         self.scheduler.plain.extend(plain)
         saved.report(path, refused, self.runtime.crawler.stats)
@@ -240,7 +296,7 @@ class Checkpointer:
             len(state.sources),
             len(state.frontier),
         )
-        return True
+        return first
 
     def _page_callback_name(self) -> str | None:
         try:

@@ -80,6 +80,9 @@ class EchoRuntime:
         self.transport: Callable[[Event], None] | None = None
         self.holds_state = True  # False on a distributed worker that is not the planner
         self.on_done: Callable[[Request], None] | None = None
+        # With JOBDIR, each event applied here goes to the journal too, so that a crash loses
+        # about a second of the crawl, not a checkpoint period (scrapy_echo.crawler.journal).
+        self.journal: Callable[[Event], None] | None = None
         # The scheduler's view of Scrapy's download slots: each host's capacity for the plan.
         self.politeness: Politeness | None = None
         # Gives back the budget slot of a request that was never sent (robots.txt forbade it).
@@ -192,6 +195,8 @@ class EchoRuntime:
             self.transport(event)
             return
         self.found(self.apply(event))
+        if self.journal is not None:
+            self.journal(event)
 
     def found(self, pages: list[NewPage]) -> None:
         """Queue new ``pages`` in the core; :data:`~scrapy_echo.crawler.signals.page_found`

@@ -83,6 +83,7 @@ class EchoScheduler(EchoComponent):
         self._echo_served = 0
         self._wake_call: Any = None  # IDelayedCall
         self._checkpoint_loop: LoopingCall | None = None
+        self._journal_loop: LoopingCall | None = None
         self._sources_loop: LoopingCall | None = None
         self._sources_file: SourcesFile | None = None
         jobdir = crawler.settings.get("JOBDIR")
@@ -139,15 +140,19 @@ class EchoScheduler(EchoComponent):
         self._sources_loop.start(SOURCES_POLL, now=False)
         if self.checkpointer.enabled:
             self._checkpoint_loop = LoopingCall(self.checkpointer.save)
-            self._checkpoint_loop.start(self.runtime.config.checkpoint_interval, now=False)
+            self._checkpoint_loop.start(config.checkpoint_interval, now=False)
+        journal = self.checkpointer.journal
+        if journal is not None and journal.recording:
+            self._journal_loop = LoopingCall(journal.flush)
+            self._journal_loop.start(config.journal_interval, now=False)
 
     def close(self, reason: str) -> None:
         if self._wake_call is not None and self._wake_call.active():
             self._wake_call.cancel()
-        for loop in (self._checkpoint_loop, self._sources_loop):
+        for loop in (self._checkpoint_loop, self._journal_loop, self._sources_loop):
             if loop is not None and loop.running:
                 loop.stop()
-        self.checkpointer.save_now()
+        self.checkpointer.close()
         self.dupefilter.close(reason)
 
     def has_pending_requests(self) -> bool:

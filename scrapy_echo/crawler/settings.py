@@ -47,6 +47,7 @@ class EchoConfig:
     site_weights: dict[str, float]
     site_scores: dict[str, float]  # site -> its score over the mean score (cold-start P)
     checkpoint_interval: float
+    journal_interval: float  # 0: no journal
     plain_share: float
     refresh_share: float
     refresh_stale_cost: float
@@ -117,6 +118,7 @@ class EchoConfig:
             site_weights=get.weights("ECHO_SITE_WEIGHTS"),
             site_scores=read_site_scores(get.optional_path("ECHO_SITE_SCORES")),
             checkpoint_interval=get.number("ECHO_CHECKPOINT_INTERVAL"),
+            journal_interval=get.number("ECHO_JOURNAL_INTERVAL", at_least=0.0),
             plain_share=get.number("ECHO_PLAIN_SHARE", at_least=0.0, at_most=1.0),
             refresh_share=get.number("ECHO_REFRESH_SHARE", at_least=0.0, at_most=0.5),
             refresh_stale_cost=get.number("ECHO_REFRESH_STALE_COST"),
