@@ -14,8 +14,10 @@ from scrapy_echo.model.intervals.solver import solve_intervals
 
 
 def host_costs(sol, lam, host, hosts):
+    """Crawls per second per host: recrawls, and the share of new pages the plan fetches."""
+    share = sol.page_share if sol.page_share is not None else 1.0
     with np.errstate(divide="ignore"):
-        cost = np.where(sol.kept, 1.0 / sol.intervals + lam, 0.0)
+        cost = np.where(sol.kept, 1.0 / sol.intervals + lam * share, 0.0)
     return np.bincount(host, weights=cost, minlength=hosts)
 
 
@@ -49,10 +51,13 @@ def test_no_host_and_not_the_budget_is_overspent(case) -> None:
 @settings(max_examples=60, deadline=None)
 @given(instances())
 def test_capacities_never_buy_more_than_the_budget_alone(case) -> None:
-    """A capacity is one more constraint: the schedule can only be worth less."""
+    """A capacity is one more constraint: the schedule can only be worth less than the
+    schedule of the same page flows without it (a host that cannot take all its new pages
+    fetches a share of them: the same shares, unlimited)."""
     lam, prof, mu, budget, limits = case
     sol = solve_with_limits(lam, prof, mu, budget, limits)
-    unlimited = solve_intervals(lam, prof, mu, budget)
+    share = sol.page_share if sol.page_share is not None else 1.0
+    unlimited = solve_intervals(lam * share, prof, mu, budget)
     assert sol.objective <= unlimited.objective * (1 + 1e-3) + 1e-15
 
 
@@ -176,3 +181,19 @@ def test_interval_bound_settings_are_checked() -> None:
         EchoConfig.from_settings(Settings({"ECHO_MIN_INTERVAL": 60, "ECHO_MAX_INTERVAL": 30}))
     with pytest.raises(NotConfigured, match="ECHO_MIN_INTERVAL"):
         EchoConfig.from_settings(Settings({"ECHO_MIN_INTERVAL": -1}))
+
+
+def test_a_host_that_cannot_take_all_its_new_pages_fetches_its_best_share() -> None:
+    """One source publishing 1 page/s on a host that takes 0.5 requests/s: the paper's model,
+    fetching every new page of a source it keeps, can keep none and leaves the host to
+    stale pages; planned for a share of its pages it is recrawled and worth something."""
+    lam, prof, mu = np.array([1.0, 0.1]), np.array([20.0, 1.0]), np.array([0.05, 0.05])
+    limits = ScheduleLimits(np.array([0, 1], np.intp), np.array([0.5, math.inf]))
+    sol = solve_with_limits(lam, prof, mu, 4.0, limits)
+    assert sol.kept[0] and math.isfinite(sol.intervals[0])
+    assert 0 < sol.page_share[0] < 1 and sol.page_share[1] == 1.0
+    assert host_costs(sol, lam, limits.host, 2)[0] <= 0.5 * (1 + 1e-6)
+    # Its host's crawls are worth more than the budget's: the page floor is the host's.
+    assert sol.source_omega[0] > sol.omega and sol.source_omega[1] == sol.omega
+    whole = solve_intervals(lam[:1], prof[:1], mu[:1], 0.5)  # all its pages or nothing
+    assert not whole.kept[0]

@@ -39,6 +39,24 @@ def test_newpages_crawls_a_worthy_page_before_an_overdue_source() -> None:
     assert policy.choose(NOW, last(NOW, NOW - 5000), frontier) == Decision("page", 0)
 
 
+def test_newpages_on_a_busy_host_recrawls_its_due_hub_before_a_page_worth_less_than_its_turn() -> (
+    None
+):
+    # Source 0's host binds: a crawl there is worth 8 (ν_h), one elsewhere 1 (ω). Its waiting
+    # page, worth ~5, is more than a crawl elsewhere, less than a turn of its own host.
+    base = plan([1.0, 0.01], [10, 10], [0.01, 1e-4], [10, 100], omega=1.0)
+    p = Plan(base.estimates, base.intervals, base.omega, base.kept, np.array([8.0, 1.0]))
+    frontier = Frontier(2)
+    frontier.push(0, "stale", appeared=NOW - 69, discovered=NOW - 60)  # 10 e^-0.69 ≈ 5.0
+    newpages, paper = policy_with("echo-newpages", p), policy_with("echo-paper", p)
+    crawled = last(NOW - 20, NOW)  # source 0 is due: 20 s of a 10 s interval
+    assert newpages.choose(NOW, crawled, frontier) == Decision("source", 0)
+    assert paper.choose(NOW, crawled, frontier) == Decision("page", 0)  # (by ω alone)
+    # A page worth its host's turn goes first, as any page worth a crawl does.
+    frontier.push(0, "fresh", appeared=NOW - 1, discovered=NOW)  # ≈ 9.9
+    assert newpages.choose(NOW, crawled, frontier) == Decision("page", 0)
+
+
 def test_newpages_takes_the_page_worth_most_now() -> None:
     # Source 0: P=10, fast decay; source 1: P=5, no decay to speak of.
     p = plan([0.01, 0.01], [10, 5], [1e-2, 1e-6], [100, 100], omega=0.1)

@@ -83,15 +83,34 @@ class EchoNewPages(EchoPaper):
             np.zeros(0),
         )
         self.full_hubs = FullHubs.empty()
+        self._host_omega: FloatArray | None = None  # the last solve's, per source
 
     def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
         if self.overlaps:
             credited = credit_overlaps(estimates.link_rate, self.overlaps)
             estimates = replace(estimates, link_rate=credited)
         self.full_hubs = FullHubs.empty()  # (its solve sets them)
-        return super().replan(estimates, crawl_rate)
+        self._host_omega = None
+        plan = super().replan(estimates, crawl_rate)
+        if self._host_omega is not None and self._host_omega.size == len(plan):
+            self.plan = plan = replace(plan, host_omega=self._host_omega)
+        return plan
+
+    def _page_floor(self, plan: Plan, waiting: NDArray[np.intp]) -> float | FloatArray:
+        """A page on a host whose capacity binds must be worth a crawl of that host
+        (``ν_h``), not only of the budget: else a host that cannot fetch all its sources'
+        new pages spends its few turns on its oldest ones, and its hubs, not due before
+        them, are never recrawled to find fresher ones."""
+        if plan.host_omega is None:
+            return plan.omega
+        return plan.host_omega[waiting]
 
     def _solve(self, estimates: Estimates, crawl_rate: float) -> IntervalSolution:
+        solution = self._solve_for_hubs(estimates, crawl_rate)
+        self._host_omega = solution.source_omega
+        return solution
+
+    def _solve_for_hubs(self, estimates: Estimates, crawl_rate: float) -> IntervalSolution:
         limits = self.limits
         if not self.plans_full_hubs or estimates.shows is None:
             return super()._solve(estimates, crawl_rate)

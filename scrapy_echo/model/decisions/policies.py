@@ -247,10 +247,11 @@ class EchoPaper(Policy):
                     self.dropped_pages += frontier.drop(source)
                 waiting, values = waiting[~hopeless], values[~hopeless]
         if len(frontier) and values.size:
+            worth = values >= self._page_floor(plan, waiting)
+            if worth.any():  # the most valuable page worth a crawl
+                return Decision("page", int(waiting[np.where(worth, values, -np.inf).argmax()]))
             top = int(values.argmax())
             best_page, page_value = int(waiting[top]), float(values[top])
-            if page_value >= plan.omega:
-                return Decision("page", best_page)
         first = self._first_crawl(last_crawl)
         if first is not None:
             return first
@@ -273,6 +274,11 @@ class EchoPaper(Policy):
         if elapsed[stalest] > 0:
             return Decision("source", stalest)
         return None
+
+    def _page_floor(self, plan: Plan, waiting: NDArray[np.intp]) -> float | FloatArray:
+        """What a waiting page of each of ``waiting``'s sources must be worth to go before
+        the sources: a crawl's value, ``ω``."""
+        return plan.omega
 
     def _early_recrawl(self, now: float, last_crawl: FloatArray, plan: Plan) -> tuple[int, float]:
         return best_early_recrawl(now, last_crawl, plan)

@@ -308,6 +308,10 @@ def _solution(
         converged=converged,
         iterations=tries,
         method="full-hubs",
+        # (Hosts' own values are the rest's: full hubs are planned only on unlimited hosts.)
+        source_omega=None
+        if rest is None or rest.source_omega is None
+        else np.maximum(omega, rest.source_omega),
     )
 
 

@@ -46,6 +46,9 @@ _MAX_ROUNDS = 64
 _ONE_BY_ONE = 16
 # Overspending a host by less than this share of its capacity is rounding, not a violation.
 _SLACK = 1e-6
+# Shares of its sources' new pages a host that cannot take them all is planned to fetch (the
+# best of them: the one-by-one solve tries each and keeps the most profitable).
+_PAGE_SHARES = (0.8, 0.6, 0.45, 0.3, 0.2, 0.12, 0.06)
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,7 @@ class _Rounds:
         self.fixed = np.zeros(n, bool)
         self.capped = np.zeros(limits.capacity.size, bool)  # hosts solved alone
         self.host_omega = np.zeros(limits.capacity.size)  # their own multipliers ν_h
+        self.share = np.ones(n)  # of each source's new pages the plan fetches
         self.iterations = 0
         self.omega = 0.0  # the global multiplier of the last round
 
@@ -159,22 +163,25 @@ class _Rounds:
                 break
         else:
             converged = False
+        lam = self.lam * self.share
         return IntervalSolution(
             self.intervals.copy(),
             omega,
             self.kept.copy(),
-            profit_rate(self.lam, self.prof, self.mu, self.intervals, self.kept),
+            profit_rate(lam, self.prof, self.mu, self.intervals, self.kept),
             self.spent(everything=True),
             converged,
             self.iterations,
             "limited",
+            np.maximum(omega, np.where(self.capped, self.host_omega, 0.0)[self.limits.host]),
+            self.share.copy(),
         )
 
     def costs(self) -> FloatArray:
         """Crawls per second of each source: its recrawls, and its new pages if kept."""
         with np.errstate(divide="ignore"):
             recrawls = np.where(np.isfinite(self.intervals), 1.0 / self.intervals, 0.0)
-        return recrawls + np.where(self.kept, self.lam, 0.0)
+        return recrawls + np.where(self.kept, self.lam * self.share, 0.0)
 
     def spent(self, *, everything: bool = False) -> float:
         """Crawls per second of the fixed sources (of all, with ``everything``)."""
@@ -217,10 +224,24 @@ class _Rounds:
 
     def _solve_host_alone(self, host: int, members: NDArray[np.bool_], room: float) -> None:
         """One host by the single-budget solver, its repair and exact kept-set search
-        included: what the vectorised search leaves when a source's drop leaves room."""
-        sol = self.run(self.lam[members], self.prof[members], self.mu[members], room)
+        included: what the vectorised search leaves when a source's drop leaves room.
+
+        A host whose sources publish more than it can take is also solved for a share of
+        their new pages (the best ones: the frontier fetches the most valuable first),
+        and the share worth most is planned: the paper's model fetches every new page of a
+        source it keeps, and would drop a source its host cannot keep up with altogether,
+        leaving the host's few turns to stale pages."""
+        lam, prof, mu = self.lam[members], self.prof[members], self.mu[members]
+        sol, share = self.run(lam, prof, mu, room), 1.0
         self.iterations += sol.iterations
+        if room > 0 and float(lam.sum()) > room:
+            for part in _PAGE_SHARES:
+                trial = self.run(lam * part, prof, mu, room)
+                self.iterations += trial.iterations
+                if trial.objective > sol.objective:
+                    sol, share = trial, part
         self.host_omega[host] = sol.omega
+        self.share[members] = share
         self._fix(members, sol.intervals, sol.kept)
 
     def _fix(self, members: NDArray[np.bool_], intervals: FloatArray, kept: BoolArray) -> None:

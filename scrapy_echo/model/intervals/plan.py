@@ -47,6 +47,9 @@ class Plan:
     intervals: FloatArray  # seconds; inf = not recrawled
     omega: float  # value of one crawl, clicks
     kept: BoolArray
+    # Per source, the value of a crawl on its host where a host's capacity binds (max(ω, ν_h));
+    # None: ω for every source.
+    host_omega: FloatArray | None = None
 
     @classmethod
     def empty(cls) -> Plan:
@@ -94,4 +97,7 @@ class Plan:
             ),
             intervals=np.concatenate([self.intervals, np.full(extra, np.inf)]),
             kept=np.concatenate([self.kept, np.zeros(extra, bool)]),
+            host_omega=None
+            if self.host_omega is None
+            else np.concatenate([self.host_omega, np.full(extra, self.omega)]),
         )

@@ -37,6 +37,13 @@ class IntervalSolution:
         Evaluations of the budget over all sources.
     method : str
         ``"lagrangian"`` (the paper's solution, no gap), ``"repaired"`` or ``"exact"``.
+    source_omega : ndarray or None
+        Under per-host limits, per source the value of a crawl on its host:
+        ``max(omega, ν_h)`` (docs/how-it-works.rst, "Per-host capacity"); ``None``: ``omega``
+        for all.
+    page_share : ndarray or None
+        Under per-host limits, per source the share of its new pages the plan fetches (a
+        host that cannot take them all fetches its best ones); ``None``: all.
     """
 
     intervals: FloatArray
@@ -47,6 +54,8 @@ class IntervalSolution:
     converged: bool
     iterations: int
     method: str
+    source_omega: FloatArray | None = None
+    page_share: FloatArray | None = None
 
 
 class Solver:
