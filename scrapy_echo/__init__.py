@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from scrapy_echo.core.crawl import CrawlCore
     from scrapy_echo.crawler.downloadermw import EchoDownloaderMiddleware
+    from scrapy_echo.crawler.dupefilter import EchoDupeFilter
     from scrapy_echo.crawler.extension import EchoExtension
     from scrapy_echo.crawler.link_collector import EchoLinkCollector
     from scrapy_echo.crawler.scheduler import EchoScheduler
@@ -38,6 +39,7 @@ _LAZY = {
     "CrawlCore": "scrapy_echo.core.crawl",
     "DistributedScheduler": "scrapy_echo.distributed.scheduler",
     "EchoDownloaderMiddleware": "scrapy_echo.crawler.downloadermw",
+    "EchoDupeFilter": "scrapy_echo.crawler.dupefilter",
     "EchoExtension": "scrapy_echo.crawler.extension",
     "EchoLinkCollector": "scrapy_echo.crawler.link_collector",
     "EchoScheduler": "scrapy_echo.crawler.scheduler",
@@ -49,6 +51,7 @@ __all__ = [
     "CrawlCore",
     "DistributedScheduler",
     "EchoDownloaderMiddleware",
+    "EchoDupeFilter",
     "EchoExtension",
     "EchoLinkCollector",
     "EchoScheduler",

@@ -29,10 +29,10 @@ class Clock:
         return self.now
 
 
-def make_scheduler(**settings: Any) -> tuple[EchoScheduler, Clock]:
+def make_scheduler(*, now: float = 1000.0, **settings: Any) -> tuple[EchoScheduler, Clock]:
     crawler = get_crawler(Spider, {"ADDONS": {"scrapy_echo.Addon": 0}, **settings})
     crawler.spider = crawler._create_spider()
-    clock = Clock()
+    clock = Clock(now)
     EchoRuntime.of(crawler).clock = clock
     scheduler = EchoScheduler.from_crawler(crawler)
     scheduler.open(crawler.spider)
@@ -174,6 +174,36 @@ def test_followups_go_first_even_when_the_plain_lane_used_its_share(kind: str) -
     clock.now += 1.0
     assert scheduler.next_request() is followup
     assert scheduler.crawler.stats.get_value("echo/scheduler/dequeued/followup") == 1
+    scheduler.close("finished")
+
+
+def test_the_plain_lane_refuses_past_its_cap_but_never_a_followup(caplog) -> None:
+    scheduler, clock = make_scheduler(ECHO_SOURCES=["http://a.test/"], ECHO_PLAIN_QUEUE_MAX=3)
+    assert all(scheduler.enqueue_request(Request(f"http://other.test/{i}")) for i in range(3))
+    with caplog.at_level("WARNING", logger="scrapy_echo.crawler.scheduler"):
+        assert not scheduler.enqueue_request(Request("http://other.test/3"))
+        assert not scheduler.enqueue_request(Request("http://other.test/4", dont_filter=True))
+    stats = scheduler.crawler.stats
+    assert stats.get_value("echo/scheduler/plain_refused") == 2
+    assert [r.message for r in caplog.records].count(
+        "ECHO plain lane full: 3 of the spider's requests wait (ECHO_PLAIN_QUEUE_MAX); "
+        "<GET http://other.test/3> and any further one are refused until it has room, "
+        "counted in echo/scheduler/plain_refused (logged once)"
+    ) == 1
+    assert len(caplog.records) == 1
+    # The redirects and retries of ECHO's own requests finish work under way: never refused.
+    for kind in ("source", "refresh", "page"):
+        echo = {"kind": kind, "page": f"http://a.test/{kind}", "source_url": "http://a.test/",
+                "source": 0}  # fmt: skip
+        meta = {"echo": echo, "redirect_urls": [f"http://a.test/{kind}"]}
+        assert scheduler.enqueue_request(Request(f"http://a.test/{kind}-moved", meta=meta))
+    assert len(scheduler.plain) == 6
+    assert stats.get_value("echo/scheduler/plain_refused") == 2
+    # A refused request was not remembered as seen: once the lane has room it gets in.
+    while len(scheduler.plain) >= 3:
+        clock.now += 1.0
+        assert scheduler.next_request() is not None
+    assert scheduler.enqueue_request(Request("http://other.test/3"))
     scheduler.close("finished")
 
 

@@ -95,6 +95,13 @@ def test_disabled_is_bare_not_configured() -> None:
             "ECHO_POLICY ('fastest') must be one of: adaptive, bfs, echo-censored, echo-cycles",
         ),
         ("ECHO_PLAIN_SHARE", 1.5, "ECHO_PLAIN_SHARE (1.5) must be a finite number >= 0 and <= 1"),
+        ("ECHO_PLAIN_QUEUE_MAX", 0, "ECHO_PLAIN_QUEUE_MAX (0) must be an integer >= 1"),
+        ("ECHO_DUPEFILTER_TTL", -1, "ECHO_DUPEFILTER_TTL (-1) must be a finite number > 0"),
+        (
+            "ECHO_REDIS_DUPEFILTER_TTL",
+            0,
+            "ECHO_REDIS_DUPEFILTER_TTL (0) must be a finite number > 0",
+        ),
         ("ECHO_CLICK_FEED", "clicks.txt", "ECHO_CLICK_FEED ('clicks.txt') must end in .jsonl"),
         ("ECHO_SAME_SITE", "maybe", "ECHO_SAME_SITE ('maybe') must be true or false"),
         ("ECHO_SEEN_TTL", -1, "ECHO_SEEN_TTL (-1) must be a finite number >= 0"),
@@ -182,6 +189,16 @@ def test_bounded_state_and_no_click_settings() -> None:
     weights = config(ECHO_SITE_WEIGHTS='{"News.Example.": 3, "b.org": 0.5}').site_weights
     assert weights == {"news.example": 3.0, "b.org": 0.5}  # (from -s: JSON; names folded)
     assert config(ECHO_SITE_WEIGHTS={"a.com": 2}).site_weights == {"a.com": 2.0}
+
+
+def test_one_dupefilter_time_to_live_for_both_modes_and_the_former_name_for_redis() -> None:
+    week = 7 * 86400.0
+    assert (config().dupefilter_ttl, config().redis_dupefilter_ttl) == (week, week)
+    both = config(ECHO_DUPEFILTER_TTL="3600")
+    assert (both.dupefilter_ttl, both.redis_dupefilter_ttl) == (3600.0, 3600.0)
+    former = config(ECHO_DUPEFILTER_TTL=3600, ECHO_REDIS_DUPEFILTER_TTL=60)
+    assert (former.dupefilter_ttl, former.redis_dupefilter_ttl) == (3600.0, 60.0)
+    assert config().plain_queue_max == 100_000
 
 
 def test_redis_attempts_and_meta_allowlist() -> None:

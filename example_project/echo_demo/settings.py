@@ -11,6 +11,7 @@ SPIDER_MODULES = ["echo_demo.spiders"]
 ADDONS = {"scrapy_echo.Addon": 0}
 # The same without the add-on:
 # SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"
+# DUPEFILTER_CLASS = "scrapy_echo.dupefilter.EchoDupeFilter"
 # DOWNLOADER_MIDDLEWARES = {"scrapy_echo.downloadermw.EchoDownloaderMiddleware": 60}
 # SPIDER_MIDDLEWARES = {
 #     "scrapy_echo.spidermw.EchoSpiderMiddleware": 950,
@@ -31,6 +32,8 @@ ECHO_HISTORY_SIZE = 7  # default 7 (the paper's)
 ECHO_DEFAULT_PROFIT = 1.0  # default 1.0
 ECHO_CHECKPOINT_INTERVAL = 10.0  # default 60 s; only with JOBDIR
 ECHO_PLAIN_SHARE = 0.5  # default 0.5
+ECHO_PLAIN_QUEUE_MAX = 100_000  # default 100,000 of the spider's own requests waiting
+ECHO_DUPEFILTER_TTL = 7 * 86400.0  # default 7 days; the spider's own requests, both modes
 ECHO_FAILURE_BACKOFF = 2.0  # default 60 s
 ECHO_FAILURE_BACKOFF_MAX = 30.0  # default 6 h
 ECHO_SAME_SITE = True  # default True
@@ -46,7 +49,7 @@ ECHO_REDIS_SOLVER_LEASE = 15.0  # default 15 s
 ECHO_REDIS_SNAPSHOT_INTERVAL = 10.0  # default 10 s
 ECHO_REDIS_PREFETCH = 4  # default 4
 ECHO_REDIS_QUEUE_AHEAD = 2.0  # default 2 s
-ECHO_REDIS_DUPEFILTER_TTL = 7 * 86400.0  # default 7 days
+# ECHO_REDIS_DUPEFILTER_TTL: ECHO_DUPEFILTER_TTL's former name, still read in distributed mode
 ECHO_REDIS_POLL_INTERVAL = 0.1  # default 0.1 s
 
 # Scrapy's project template sets this too (the ECHO add-on would turn it on anyway): here it

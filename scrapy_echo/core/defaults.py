@@ -29,6 +29,8 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_CHECKPOINT_INTERVAL": 60.0,  # s between JOBDIR checkpoints
     "ECHO_JOURNAL_INTERVAL": 0.5,  # s between syncs of the JOBDIR journal (0: no journal)
     "ECHO_PLAIN_SHARE": 0.5,  # share of slots for the spider's own requests while ECHO has work
+    "ECHO_PLAIN_QUEUE_MAX": 100_000,  # spider's own requests waiting; more are refused
+    "ECHO_DUPEFILTER_TTL": 7 * 86400.0,  # s a request the spider yielded is remembered (dupefilter)
     "ECHO_REFRESH_SHARE": 0.05,  # most of the budget spent refetching pages that may have changed
     "ECHO_REFRESH_STALE_COST": 1.0,  # what a click on a stale copy loses (1: the whole click)
     "ECHO_REFRESH_PRIOR_PERIOD": 207_000.0,  # s between a page's changes before any refetch
@@ -61,7 +63,9 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_REDIS_SNAPSHOT_INTERVAL": 10.0,  # s between saves of the planner's state
     "ECHO_REDIS_PREFETCH": 4,  # requests a worker holds ready for its engine
     "ECHO_REDIS_QUEUE_AHEAD": 2.0,  # s of budget the planner keeps queued
-    "ECHO_REDIS_DUPEFILTER_TTL": 7 * 86400.0,  # s a done page or request is remembered
+    # s a done page or request is remembered in Redis; None: ECHO_DUPEFILTER_TTL (this is its
+    # former name, still read in distributed mode)
+    "ECHO_REDIS_DUPEFILTER_TTL": None,
     "ECHO_REDIS_POLL_INTERVAL": 0.1,  # s between a worker's round trips to Redis
     "ECHO_REDIS_MAX_ATTEMPTS": 5,  # leases of a request before it is set aside as dead
     # Meta keys (or key* patterns) a request from Redis may carry though refused otherwise:

@@ -22,7 +22,10 @@ class Addon:
     one to ``None`` to turn it off).
 
     With ``REDIS_URL`` set, the scheduler is the distributed one
-    (``scrapy_echo.distributed.scheduler.DistributedScheduler``).
+    (``scrapy_echo.distributed.scheduler.DistributedScheduler``). Without, the dupefilter is
+    ECHO's (``DUPEFILTER_CLASS``, at ``"addon"`` priority, so a project's own stands): the
+    spider's own requests are remembered for ``ECHO_DUPEFILTER_TTL``, not for ever (in Redis,
+    the shared ``done`` set does that).
 
     It also obeys robots.txt (``ROBOTSTXT_OBEY = True``, at ``"addon"`` priority) unless the
     settings say otherwise: Scrapy's own default is ``False`` (its project template writes
@@ -33,6 +36,7 @@ class Addon:
     The equivalent explicit settings::
 
         SCHEDULER = "scrapy_echo.scheduler.EchoScheduler"
+        DUPEFILTER_CLASS = "scrapy_echo.dupefilter.EchoDupeFilter"
         DOWNLOADER_MIDDLEWARES = {"scrapy_echo.downloadermw.EchoDownloaderMiddleware": 60}
         SPIDER_MIDDLEWARES = {
             "scrapy_echo.spidermw.EchoSpiderMiddleware": 950,
@@ -56,6 +60,8 @@ class Addon:
         )
         _warn_if_overridden(settings, scheduler)
         settings.set("SCHEDULER", scheduler, "addon")
+        if not settings.get("REDIS_URL"):
+            settings.set("DUPEFILTER_CLASS", "scrapy_echo.dupefilter.EchoDupeFilter", "addon")
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", EchoDownloaderMiddleware, 60
         )

@@ -18,6 +18,11 @@ logged once per reason, and the rest is restored. A waiting page is data: its re
 when it leaves, goes to this run's page callback; so does a page in flight whose callback is
 gone (its link is seen, nothing else would fetch it). A checkpoint of another format version
 (an earlier build's) is moved aside the same way, the error naming its version.
+
+Files that must not run ahead of the checkpoints follow them (:class:`FollowsCheckpoints`): the
+dupefilter's fingerprints of the spider's own requests
+(:mod:`scrapy_echo.crawler.seen_requests_file`) are written once the checkpoint holding those
+requests is, and go aside with it.
 """
 
 from __future__ import annotations
@@ -65,6 +70,21 @@ class PlainLane(Protocol):
     def decode(self, payload: bytes | str) -> Request: ...
 
 
+class FollowsCheckpoints(Protocol):
+    """A file written in step with the checkpoints (the dupefilter's fingerprints: they must
+    never be on disk before the plain-lane requests they name are)."""
+
+    def capture(self) -> Callable[[], None]:
+        """Called on the reactor as a checkpoint is captured; what it returns runs on the
+        writer thread once that checkpoint is written (not if a newer one was written
+        instead: the newer one's capture covers it)."""
+        ...
+
+    def set_aside(self, suffix: str) -> None:
+        """The checkpoint was unreadable and went aside, with ``suffix``."""
+        ...
+
+
 def write_atomically(path: Path, data: bytes | Iterable[str]) -> None:
     """Replace ``path`` with ``data`` (bytes, or text in pieces) so that a crash leaves either
     the old or the new file."""
@@ -109,6 +129,7 @@ class Checkpointer:
         self.in_flight = InFlight(LET_GO_AFTER * timeout, stats)
         recording = runtime.config.journal_interval > 0
         self.journal = None if path is None else Journal(path.parent, stats, recording=recording)
+        self.followers: list[FollowsCheckpoints] = []
 
     @classmethod
     def from_crawler(
@@ -158,9 +179,11 @@ class Checkpointer:
         if self.journal is not None:
             self.journal.close()
 
-    def _capture(self) -> tuple[int, snapshots.Captured, int] | None:
-        """The state now, and the journal segment that starts here (a checkpoint's number,
-        its capture, the segment)."""
+    def _capture(
+        self,
+    ) -> tuple[int, snapshots.Captured, int, list[Callable[[], None]]] | None:
+        """The state now, the journal segment that starts here and what the followers write
+        once it is on disk (a checkpoint's number, its capture, the segment, the writes)."""
         if self.path is None or self.scheduler.spider is None:
             return None
         self._captures += 1
@@ -176,11 +199,23 @@ class Checkpointer:
             [*in_flight, *self.scheduler.plain],
             extra={"feeds": runtime.feed_state(), "journal": journal},
         )
-        return self._captures, captured, journal
+        return (
+            self._captures,
+            captured,
+            journal,
+            [follower.capture() for follower in self.followers],
+        )
 
-    def _write(self, number: int, captured: snapshots.Captured, journal: int = 0) -> bool:
+    def _write(
+        self,
+        number: int,
+        captured: snapshots.Captured,
+        journal: int = 0,
+        followers: Iterable[Callable[[], None]] = (),
+    ) -> bool:
         """Write a capture unless a newer one was written meanwhile; whether it was. The
-        journal's segments before ``journal`` are in it, and go once it is on disk."""
+        journal's segments before ``journal`` are in it, and go once it is on disk; then the
+        ``followers`` write theirs."""
         assert self.path is not None
         with self._writing:  # one writer of the file at a time, the newest capture last
             if number <= self._written:
@@ -191,6 +226,8 @@ class Checkpointer:
             self._written = number
             if self.journal is not None:
                 self.journal.checkpointed(journal)
+            for write in followers:
+                write()
         self._unsaved_requests = captured.skipped
         return True
 
@@ -278,6 +315,8 @@ class Checkpointer:
                     os.replace(segment, segment.with_name(segment.name + suffix))
                 except OSError as moved:  # (then replayed on the fresh state: less lost)
                     logger.warning("ECHO journal segment %s not set aside: %s", segment, moved)
+            for follower in self.followers:
+                follower.set_aside(suffix)
             logger.error(
                 "ECHO checkpoint %s unreadable (%s); moved to %s, and the crawl starts afresh",
                 path,

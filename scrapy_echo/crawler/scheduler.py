@@ -6,6 +6,15 @@ new page; any other request the spider yields waits in a plain FIFO lane, which 
 ``ECHO_PLAIN_SHARE`` of the slots while ECHO has work, and every slot when it has none. With
 ``ECHO_CRAWL_RATE`` set, requests leave no faster than that rate.
 
+The plain lane holds at most ``ECHO_PLAIN_QUEUE_MAX`` of the spider's requests: past that, a
+new one is refused (the engine sends ``request_dropped``), counted and logged once. It is
+refused before the dupefilter sees it, so it is not remembered: yielded again once the lane has
+room (a listing the spider reads again), it gets in. Refused rather than spilled to disk: a
+spider that yields faster than its share of the budget serves would grow a spill without end
+too, only on disk, and in every checkpoint (which saves the lane); and a full lane, 100,000
+by default, is already hours of work at a few requests a second. The redirects and retries
+of ECHO's own requests wait in the lane too and are never refused: they finish work under way.
+
 The scheduler never reports itself empty while there are sources: a monitor runs until it is
 stopped (or a ``CLOSESPIDER_*`` condition closes it). When nothing may leave now, it wakes the
 engine itself at the moment something can, instead of waiting for the engine's 5 s heartbeat.
@@ -33,6 +42,7 @@ from scrapy_echo.crawler.callbacks import (
     check_page_callback,
     source_seen,
 )
+from scrapy_echo.crawler.dupefilter import EchoDupeFilter
 from scrapy_echo.crawler.echo_requests import (
     extras_of,
     landed_on_fetched,
@@ -75,6 +85,9 @@ class EchoScheduler(EchoComponent):
         )
         self.plain: deque[Request] = deque()
         self.checkpointer = Checkpointer.from_crawler(crawler, runtime, self)
+        if isinstance(self.dupefilter, EchoDupeFilter):
+            self.dupefilter.write_with(self.checkpointer)
+        self._plain_full_logged = False
         self.spider: Spider | None = None
         self._source_callback: Any = source_seen
         self.request_rules: RequestRules | None = None  # what a request in Redis may ask
@@ -113,8 +126,9 @@ class EchoScheduler(EchoComponent):
         self.attach(spider)
         check_page_callback(self.runtime)
         check_link_middlewares(self.runtime)
-        self.dupefilter.open()
         restored = self.checkpointer.restore(spider)
+        # (After the checkpoint: one set aside as unreadable takes the dupefilter's file along.)
+        self.dupefilter.open()
         own = read_sources(getattr(spider, "echo_sources", ()))
         self.runtime.core.add_sources(self.runtime.config.sources + own)
         if not self.state.sources:
@@ -198,12 +212,28 @@ class EchoScheduler(EchoComponent):
             self.runtime.observe(SourceAdded(request.url))
             self.inc_stat("echo/scheduler/enqueued/new_source")
             return True
+        if len(self.plain) >= self.runtime.config.plain_queue_max:
+            # (Before the dupefilter: a refused request is not remembered as seen.)
+            self._refuse_plain(request)
+            return False
         if not request.dont_filter and self.dupefilter.request_seen(request):
             self.dupefilter.log(request, self.spider)
             return False
         self.plain.append(request)
         self.inc_stat("echo/scheduler/enqueued/plain")
         return True
+
+    def _refuse_plain(self, request: Request) -> None:
+        self.inc_stat("echo/scheduler/plain_refused")
+        if not self._plain_full_logged:
+            self._plain_full_logged = True
+            logger.warning(
+                "ECHO plain lane full: %d of the spider's requests wait (ECHO_PLAIN_QUEUE_MAX); "
+                "%s and any further one are refused until it has room, counted in "
+                "echo/scheduler/plain_refused (logged once)",
+                len(self.plain),
+                request,
+            )
 
     def next_request(self) -> Request | None:
         request = self._next_request()

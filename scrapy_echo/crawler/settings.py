@@ -49,6 +49,8 @@ class EchoConfig:
     checkpoint_interval: float
     journal_interval: float  # 0: no journal
     plain_share: float
+    plain_queue_max: int
+    dupefilter_ttl: float
     refresh_share: float
     refresh_stale_cost: float
     refresh_prior_period: float
@@ -76,7 +78,7 @@ class EchoConfig:
     redis_snapshot_interval: float
     redis_prefetch: int
     redis_queue_ahead: float
-    redis_dupefilter_ttl: float
+    redis_dupefilter_ttl: float  # ECHO_REDIS_DUPEFILTER_TTL if set, else dupefilter_ttl
     redis_poll_interval: float
     redis_max_attempts: int
     redis_meta_allow: tuple[str, ...]
@@ -95,6 +97,7 @@ class EchoConfig:
         backoff = get.number("ECHO_FAILURE_BACKOFF", at_least=0.0)
         min_interval = get.number("ECHO_MIN_INTERVAL", at_least=0.0)
         max_interval = get.optional_number("ECHO_MAX_INTERVAL") or math.inf
+        dupefilter_ttl = get.number("ECHO_DUPEFILTER_TTL")
         if max_interval < min_interval:
             raise NotConfigured(
                 f"ECHO_MAX_INTERVAL ({max_interval:g}) must be >= ECHO_MIN_INTERVAL "
@@ -120,6 +123,8 @@ class EchoConfig:
             checkpoint_interval=get.number("ECHO_CHECKPOINT_INTERVAL"),
             journal_interval=get.number("ECHO_JOURNAL_INTERVAL", at_least=0.0),
             plain_share=get.number("ECHO_PLAIN_SHARE", at_least=0.0, at_most=1.0),
+            plain_queue_max=get.integer("ECHO_PLAIN_QUEUE_MAX"),
+            dupefilter_ttl=dupefilter_ttl,
             refresh_share=get.number("ECHO_REFRESH_SHARE", at_least=0.0, at_most=0.5),
             refresh_stale_cost=get.number("ECHO_REFRESH_STALE_COST"),
             refresh_prior_period=get.number("ECHO_REFRESH_PRIOR_PERIOD"),
@@ -147,7 +152,7 @@ class EchoConfig:
             redis_snapshot_interval=get.number("ECHO_REDIS_SNAPSHOT_INTERVAL"),
             redis_prefetch=get.integer("ECHO_REDIS_PREFETCH"),
             redis_queue_ahead=get.number("ECHO_REDIS_QUEUE_AHEAD"),
-            redis_dupefilter_ttl=get.number("ECHO_REDIS_DUPEFILTER_TTL"),
+            redis_dupefilter_ttl=get.optional_number("ECHO_REDIS_DUPEFILTER_TTL") or dupefilter_ttl,
             redis_poll_interval=get.number("ECHO_REDIS_POLL_INTERVAL"),
             redis_max_attempts=get.integer("ECHO_REDIS_MAX_ATTEMPTS"),
             redis_meta_allow=get.names("ECHO_REDIS_META_ALLOW"),

@@ -54,7 +54,7 @@ class MonitorSpider(scrapy.Spider):
                 if k.startswith(
                     (
                         *("echo/", "item_", "finish_reason", "downloader/response_status"),
-                        *("scheduler/", "monitor/"),
+                        *("scheduler/", "monitor/", "dupefilter/"),
                     )
                 )
             }
