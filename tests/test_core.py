@@ -238,3 +238,25 @@ def test_dispatch_skips_a_page_fetched_meanwhile_under_another_url() -> None:
     dispatched = c.dispatch(211.0)
     assert dispatched is None or dispatched.kind == "source"
     assert len(c.state.frontier) == 0 and c.duplicates_skipped == 1
+
+
+def test_a_listed_source_keeps_its_shallowest_level_and_a_snapshot_keeps_it() -> None:
+    from scrapy_echo.core import snapshot
+    from scrapy_echo.core.events import SourceAdded
+
+    c = core()
+    index, deep = "http://a.test/sitemap-news.xml", "http://a.test/sitemap-2026.xml"
+    c.add_sources([HUB])
+    c.apply(SourceAdded(index, 1))
+    c.apply(SourceAdded(deep, 3))
+    c.apply(SourceAdded(deep, 2))  # also listed higher up: it counts there
+    c.apply(SourceAdded(index, 2))  # listed lower down too: it stays where it was
+    depths = {status.url: status.depth for status in c.state.sources}
+    assert depths == {HUB: 0, index: 1, deep: 2}
+    saved = snapshot.capture(c, 100.0, str).to_bytes()
+    state, _, _ = snapshot.restore(c.config, snapshot.read(saved), str, make_policy("bfs"))
+    assert [status.depth for status in state.sources] == [0, 1, 2]
+    # Given to the crawl after all (the sources file, echo-sources): a source of its own.
+    c.add_sources([deep])
+    c.apply(SourceAdded(index))
+    assert [status.depth for status in c.state.sources] == [0, 0, 0]

@@ -40,6 +40,7 @@ EVENTS = [
     PageFetched("http://a.test/1", "http://a.test/", 9.5, 13.0),
     PageFetched("http://a.test/1", "http://a.test/", 9.5, 13.0, ("https://a.test/2026/one",)),
     SourceAdded("http://b.test/"),
+    SourceAdded("http://b.test/sitemap-2.xml", 2),  # listed by an index listed by a source
     ClicksArrived((["http://a.test/1", 14.0, 2],)),
     SignalsArrived((["http://a.test/", 15.0],)),
 ]
@@ -71,6 +72,10 @@ CRAWL = {"e": "crawl", "url": "http://a/", "t": 1, "links": [["http://a/1", None
         ({**PAGE, "aliases": ["http://a/2"] * 9}, "bad_field"),
         ({**PAGE, "aliases": ["javascript:x"]}, "bad_url"),
         ({"e": "source", "url": "http://" + "a" * 9000}, "bad_url"),
+        ({"e": "source", "url": "http://a/", "depth": -1}, "bad_field"),
+        ({"e": "source", "url": "http://a/", "depth": True}, "bad_field"),
+        ({"e": "source", "url": "http://a/", "depth": 2.0}, "bad_field"),
+        ({"e": "source", "url": "http://a/", "depth": 10**9}, "bad_field"),
         ({**CRAWL, "xs": ["{}"], "xi": [0]}, "bad_field"),  # an index per link
         ({**CRAWL, "xs": ["{}"], "xi": [0, 1]}, "bad_field"),  # into xs
         ({**CRAWL, "xs": ["[1]"], "xi": [0, 0]}, "bad_field"),  # objects only

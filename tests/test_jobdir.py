@@ -133,7 +133,7 @@ DATA = Path(__file__).parent / "data"
 
 
 def test_a_snapshot_of_this_format_version_loads(tmp_path) -> None:
-    """``tests/data/echo-state-v5.json`` was written by this format version
+    """``tests/data/echo-state-v<VERSION>.json`` was written by this format version
     (``tests/data/make_echo_state.py``); the build must resume from it."""
     job = tmp_path / "job"
     job.mkdir()

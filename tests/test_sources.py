@@ -314,3 +314,62 @@ def test_page_aliases_are_redirects_landing_url_and_canonical() -> None:
         "http://ex.com/2026/11/slug",
         "http://ex.com/2026/11/slug?ref=home",
     )
+
+
+def sitemap(count: int, host: str = "ex.com") -> bytes:
+    rows = "".join(f"<url><loc>http://{host}/a/{i}</loc></url>" for i in range(count))
+    return (
+        f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"{rows}</urlset>"
+    ).encode()
+
+
+def index_of(*sitemaps: str) -> bytes:
+    rows = "".join(f"<sitemap><loc>{url}</loc></sitemap>" for url in sitemaps)
+    return (
+        f'<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"{rows}</sitemapindex>"
+    ).encode()
+
+
+def test_a_body_over_the_bound_is_not_read() -> None:
+    body = sitemap(100)
+    big = read_source(XmlResponse("http://ex.com/s.xml", body=body), max_bytes=len(body) - 1)
+    assert (big.kind, big.links, big.too_large) == ("too-large", [], f"{len(body)} bytes")
+    fits = read_source(XmlResponse("http://ex.com/s.xml", body=body), max_bytes=len(body))
+    assert (fits.kind, len(fits.links), fits.too_large) == ("sitemap", 100, None)
+    # The same sitemap gzipped: judged by what it unpacks to.
+    packed = Response("http://ex.com/s.xml.gz", body=gzip.compress(body))
+    assert read_source(packed, max_bytes=len(body) - 1).too_large is not None
+    assert len(read_source(packed, max_bytes=len(body)).links) == 100
+
+
+def test_a_gzip_bomb_is_unpacked_no_further_than_the_bound() -> None:
+    import tracemalloc
+
+    # 64 MiB of blanks in a sitemap, 0.3 MB packed: unpacked whole, past the 50 MiB default.
+    body = sitemap(1)
+    bomb = gzip.compress(body[:-9] + b" " * (64 << 20) + body[-9:], compresslevel=1)
+    assert len(bomb) < 1 << 20
+    content = read_source(Response("http://ex.com/s.xml.gz", body=bomb))  # (the default bound)
+    assert (content.kind, content.links, content.error) == ("too-large", [], None)
+    assert content.too_large == f"more than {50 << 20} bytes unpacked"
+    tracemalloc.start()
+    try:
+        content = read_source(Response("http://ex.com/s.xml.gz", body=bomb), max_bytes=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert content.too_large is not None
+    assert peak < 4 << 20, peak  # it stopped at the bound, never near the 64 MiB
+
+
+def test_an_index_adds_sources_up_to_the_cap_and_counts_the_rest() -> None:
+    listed = [f"http://ex.com/s{i}.xml" for i in range(30)]
+    body = index_of(*listed, *listed[:5], "http://elsewhere.org/s.xml")  # repeats, another site
+    response = XmlResponse("http://ex.com/index.xml", body=body)
+    content = read_source(response, same_site=SameSite(), max_sources=10)
+    assert content.sources == listed[:10]
+    assert (content.sources_over_limit, content.cross_site_sources) == (20, 1)
+    content = read_source(response, same_site=SameSite())  # (the default cap: 2000)
+    assert (content.sources, content.sources_over_limit) == (listed, 0)

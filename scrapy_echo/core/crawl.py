@@ -95,6 +95,9 @@ class CrawlCore:
             return pages
         if isinstance(event, (ClicksArrived, SignalsArrived)):
             raise TypeError("feed rows are checked by the receiver, then given to the core")
+        if isinstance(event, SourceAdded):
+            self._revive(state.add_listed_source(event.url, event.depth), event.url)
+            return []
         if isinstance(event, PageFetched):
             source = state.add_source(event.source)
             if not event.refresh:
@@ -133,8 +136,6 @@ class CrawlCore:
                     failures,
                     backoff,
                 )
-        elif isinstance(event, SourceAdded):
-            self._revive(source, event.url)
         elif isinstance(event, SourceRemoved):
             if state.remove(source):
                 logger.info("ECHO source %s removed: no longer crawled", event.url)
@@ -192,6 +193,8 @@ class CrawlCore:
         comes back."""
         ids = self.state.add_sources(urls)
         for source, url in zip(ids, urls, strict=True):
+            if self.state.sources[source].depth:  # found by listing first, given now
+                self.state.add_listed_source(url, 0)
             self._revive(source, url)
         return ids
 

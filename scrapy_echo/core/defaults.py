@@ -53,6 +53,14 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_STRIP_PARAMS": list(DEFAULT_STRIP_PARAMS),  # query parameters that name no page
     "ECHO_URL_NORMALIZER": None,  # dotted path to a function url -> url, the user's rule
     "ECHO_MAX_LINKS_PER_SOURCE": 2000,  # links read from one source response
+    # Further sources (sitemaps) one response (a sitemap index, a robots.txt) may add.
+    "ECHO_MAX_SOURCES_PER_SOURCE": 2000,
+    # Levels of sources adding sources below one the operator gave (0): a sitemap index
+    # listing indexes listing indexes adds nothing past this level.
+    "ECHO_MAX_SOURCE_DEPTH": 3,
+    # Bytes of one source response read, its gzip body unpacked included: the sitemap
+    # protocol's own cap is 50 MB; a larger one is a failed crawl, never parsed.
+    "ECHO_MAX_SOURCE_BYTES": 50 * 1024 * 1024,
     "ECHO_PAGE_CALLBACK": "parse",  # spider method new pages go to (its echo_page_callback wins)
     "ECHO_DEBUG": False,  # log every decision and every new page
     "ECHO_LOG_INTERVAL": 60.0,  # s between ECHO's status lines (and stats)

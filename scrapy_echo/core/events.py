@@ -26,7 +26,8 @@ page       ``url`` (the page), ``source`` (its source's URL), ``appeared``, ``t`
            ``refresh`` (optional: true for a refetch of a page fetched before)
 clicks     ``rows`` (``[[url, ts, clicks], ...]``, checked as click-feed rows by the receiver)
 signals    ``rows`` (``[[url, ts], ...]``, checked as signal-feed rows by the receiver)
-source     ``url`` (a source to add)
+source     ``url`` (a source to add); ``depth`` (optional, 0 if absent: how many sources
+           listing sources lead to it from one the operator gave)
 remove     ``url`` (a source to stop crawling)
 ========== ==================================================================================
 """
@@ -42,6 +43,7 @@ _MAX_URL = 8192
 _MAX_TEXT = 1024
 _MAX_EXTRAS = 8192  # what the spider middlewares added to one link's request, as JSON text
 _MAX_TIME = 1e11  # seconds: the year 5138 (a simulated crawl counts from 0)
+_MAX_DEPTH = 1000  # levels of sources listing sources; no crawl allows near this many
 MAX_ALIASES = 8  # a redirect chain and a canonical link; more is not one page
 
 
@@ -101,7 +103,12 @@ class SourceBlocked:
 
 @dataclass(frozen=True)
 class SourceAdded:
+    """Crawl ``url`` as a source. ``depth``: 0 for a source the operator gave (settings, the
+    sources file, ``scrapy echo-sources``, a spider's request), else one more than that of
+    the source whose response listed it (a sitemap index's sitemaps, a robots.txt's)."""
+
     url: str
+    depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -179,6 +186,8 @@ def to_json(event: Event) -> dict[str, Any]:
     if isinstance(event, SourceBlocked):
         return {"e": "blocked", "url": event.url, "t": event.t}
     if isinstance(event, SourceAdded):
+        if event.depth:
+            return {"e": "source", "url": event.url, "depth": event.depth}
         return {"e": "source", "url": event.url}
     if isinstance(event, SourceRemoved):
         return {"e": "remove", "url": event.url}
@@ -225,7 +234,7 @@ def from_json(raw: Any) -> Event:
     if kind == "blocked":
         return SourceBlocked(_url(raw.get("url"), "url"), _time(raw.get("t"), "t"))
     if kind == "source":
-        return SourceAdded(_url(raw.get("url"), "url"))
+        return SourceAdded(_url(raw.get("url"), "url"), _depth(raw.get("depth", 0)))
     if kind == "remove":
         return SourceRemoved(_url(raw.get("url"), "url"))
     if kind in ("clicks", "signals"):
@@ -263,6 +272,12 @@ def _treated(raw: dict[str, Any], links: int) -> tuple[str | None, ...]:
     if not all(type(i) is int and -1 <= i < len(distinct) for i in index):
         raise InvalidEvent("bad_field", "each of xi must be -1 or an index into xs")
     return tuple(None if i < 0 else distinct[i] for i in index)
+
+
+def _depth(value: Any) -> int:
+    if type(value) is not int or not 0 <= value <= _MAX_DEPTH:
+        raise InvalidEvent("bad_field", f"depth must be an integer from 0 to {_MAX_DEPTH}")
+    return value
 
 
 def _flag(value: Any, name: str) -> bool:

@@ -15,7 +15,7 @@ a snapshot written by this version, and a test loads it.
 =============== ===========================================================================
 key             value
 =============== ===========================================================================
-format, version ``"scrapy-echo-state"``, ``5``
+format, version ``"scrapy-echo-state"``, ``6``
 saved_at        the crawl clock when saved
 sources         per field of :class:`~scrapy_echo.core.state.SourceStatus` (``url, etag,
                 last_modified, failures, last_fetched, crawls, new_links, ...``), its value for
@@ -83,7 +83,7 @@ if TYPE_CHECKING:
     from scrapy_echo.model.decisions.policies import Policy
 
 FORMAT = "scrapy-echo-state"
-VERSION = 5
+VERSION = 6
 _FRONTIER_FIELDS = ("source", "page")
 
 

@@ -25,6 +25,9 @@ class SourceStatus:
     retired: bool = False  # failed source_max_failures times in a row: no longer crawled
     removed: bool = False  # removed by the user: not crawled until added again
     robots_blocked: int = 0  # crawls robots.txt forbade (nothing sent, nothing charged)
+    # Sources listing sources from one the operator gave (0) to this one, by the shortest
+    # way seen: a sitemap index's sitemaps are one deeper than it (ECHO_MAX_SOURCE_DEPTH).
+    depth: int = 0
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> SourceStatus:

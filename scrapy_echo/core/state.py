@@ -142,6 +142,18 @@ class CrawlState:
         self._ids_as_given[url] = source
         return source
 
+    def add_listed_source(self, url: str, depth: int) -> int:
+        """The id of ``url`` as a source ``depth`` levels of listing below one the operator
+        gave (:attr:`SourceStatus.depth`): a new source is at ``depth``, a known one at the
+        shallower of its own level and ``depth``."""
+        known = len(self.sources)
+        source = self.add_source(url)
+        status = self.sources[source]
+        if source >= known or depth < status.depth:
+            status.depth = depth
+            self.changed_sources.add(source)
+        return source
+
     def revive(self, source: int) -> bool:
         """Crawl a retired or removed source again (it was added again); ``True`` if it was
         either."""

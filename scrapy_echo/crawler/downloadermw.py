@@ -11,6 +11,11 @@
 - A request robots.txt forbids (Scrapy's ``RobotsTxtMiddleware``, with ``ROBOTSTXT_OBEY``) was
   never sent: its budget slot is given back, and a forbidden source is asked again only after
   ``ECHO_FAILURE_BACKOFF_MAX``, without counting a failure.
+- A source request may download at most ``ECHO_MAX_SOURCE_BYTES`` (Scrapy's
+  ``download_maxsize``, when ``DOWNLOAD_MAXSIZE`` allows more): a body past that is never read
+  (:mod:`scrapy_echo.crawler.spidermw` would refuse it anyway), so Scrapy stops the download
+  there and the crawl fails, instead of holding up to ``DOWNLOAD_MAXSIZE`` (1 GiB) in memory.
+  Scrapy's ``HttpCompressionMiddleware`` stops unpacking a ``Content-Encoding`` body there too.
 - A redirect of ECHO's own request to a host the address guard refuses
   (:mod:`scrapy_echo.sources.address_guard`: link-local, metadata, private or loopback but
   not allowed) is not followed (``IgnoreRequest``): the redirect's target, not the crawl,
@@ -25,7 +30,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 
 from scrapy_echo.core.events import SourceBlocked, SourceFailed, SourceNotModified
 from scrapy_echo.crawler.runtime import EchoComponent
@@ -41,10 +46,18 @@ class EchoDownloaderMiddleware(EchoComponent):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._refused_kinds: set[str] = set()  # of requests whose redirect was refused
+        scrapy_bound = self.crawler.settings.getint("DOWNLOAD_MAXSIZE")
+        echo_bound = self.runtime.config.max_source_bytes
+        # A smaller bound of Scrapy's stands (0: Scrapy sets none).
+        self._source_maxsize = None if 0 < scrapy_bound <= echo_bound else echo_bound
 
     def process_request(self, request: Request) -> None:
         echo = request.meta.get("echo")
-        if not isinstance(echo, dict) or not request.meta.get("redirect_urls"):
+        if not isinstance(echo, dict):
+            return
+        if echo.get("kind") == "source" and self._source_maxsize is not None:
+            request.meta.setdefault("download_maxsize", self._source_maxsize)
+        if not request.meta.get("redirect_urls"):
             return
         refusal = self.runtime.address_guard.refusal(request.url)
         if refusal is None:
@@ -93,7 +106,11 @@ class EchoDownloaderMiddleware(EchoComponent):
         if ignored and kind and "robots.txt" in str(exception):
             self._forbidden(request, kind, str(echo.get("url", request.url)))
         elif not ignored and kind == "source":
-            self._failed(str(echo.get("url", request.url)), request, type(exception).__name__)
+            why = type(exception).__name__
+            if isinstance(exception, DownloadCancelledError):  # (past download_maxsize)
+                self.inc_stat("echo/sources/too_large")
+                why = f"too large: over download_maxsize ({request.meta.get('download_maxsize')})"
+            self._failed(str(echo.get("url", request.url)), request, why)
         # The request is finished either way (retries are done before it gets here).
         self.runtime.done(request)
 

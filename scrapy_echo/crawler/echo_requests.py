@@ -25,7 +25,8 @@ LINK = "link"  # meta["echo"]["kind"] of a link's probe
 
 
 def source_request(status: SourceStatus, source: int, callback: Callable[..., Any]) -> Request:
-    """A recrawl of ``source``, conditional on the validators its last response gave."""
+    """A recrawl of ``source``, conditional on the validators its last response gave; its
+    ``depth`` goes along, for the sources its response lists (one deeper)."""
     headers = {}
     if status.etag:
         headers["If-None-Match"] = status.etag
@@ -36,7 +37,9 @@ def source_request(status: SourceStatus, source: int, callback: Callable[..., An
         callback=callback,
         headers=headers,
         dont_filter=True,
-        meta={"echo": {"kind": "source", "source": source, "url": status.url}},
+        meta={
+            "echo": {"kind": "source", "source": source, "url": status.url, "depth": status.depth}
+        },
     )
 
 

@@ -69,6 +69,9 @@ class EchoConfig:
     cross_site_sitemaps: bool
     identity: PageIdentity
     max_links_per_source: int
+    max_sources_per_source: int
+    max_source_depth: int
+    max_source_bytes: int
     page_callback: str
     debug: bool
     log_interval: float
@@ -143,6 +146,9 @@ class EchoConfig:
             cross_site_sitemaps=get.flag("ECHO_CROSS_SITE_SITEMAPS"),
             identity=PageIdentity(get.names("ECHO_STRIP_PARAMS"), _normalizer(get)),
             max_links_per_source=get.integer("ECHO_MAX_LINKS_PER_SOURCE"),
+            max_sources_per_source=get.integer("ECHO_MAX_SOURCES_PER_SOURCE", at_least=0),
+            max_source_depth=get.integer("ECHO_MAX_SOURCE_DEPTH", at_least=0),
+            max_source_bytes=get.integer("ECHO_MAX_SOURCE_BYTES"),
             page_callback=get.text("ECHO_PAGE_CALLBACK"),
             debug=get.flag("ECHO_DEBUG"),
             log_interval=get.number("ECHO_LOG_INTERVAL"),
@@ -281,16 +287,17 @@ class _Getter:
             return None
         return self.number(name)
 
-    def integer(self, name: str) -> int:
+    def integer(self, name: str, *, at_least: int = 1) -> int:
         value = self.raw(name)
+        rule = f"must be an integer >= {at_least}"
         if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise NotConfigured(f"{name} ({value!r}) must be an integer >= 1")
+            raise NotConfigured(f"{name} ({value!r}) {rule}")
         try:
             number = int(value)
         except ValueError:
-            raise NotConfigured(f"{name} ({value!r}) must be an integer >= 1") from None
-        if number < 1:
-            raise NotConfigured(f"{name} ({value!r}) must be an integer >= 1")
+            raise NotConfigured(f"{name} ({value!r}) {rule}") from None
+        if number < at_least:
+            raise NotConfigured(f"{name} ({value!r}) {rule}")
         return number
 
     def flag(self, name: str) -> bool:

@@ -13,6 +13,12 @@ it states one that fits. The spider's callbacks still get every response.
 
 New pages go to the spider's ``parse`` unless the spider names another callback in
 ``echo_page_callback``; a spider may also set ``echo_link_extractor`` (a ``LinkExtractor``).
+
+A big source body is read on a thread (:mod:`scrapy_echo.crawler.source_reading`), one over
+``ECHO_MAX_SOURCE_BYTES`` not at all. The sources a response lists (a sitemap index's
+sitemaps, a robots.txt's) are one level deeper than the source that listed them, and past
+``ECHO_MAX_SOURCE_DEPTH`` are not added: an index listing indexes listing indexes, however
+made, ends there.
 """
 
 from __future__ import annotations
@@ -24,14 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.http import TextResponse
 
-from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded
+from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded, SourceFailed
 from scrapy_echo.core.identity import fold_scheme
 from scrapy_echo.crawler.echo_requests import link_request
 from scrapy_echo.crawler.link_batch import LinkBatch
 from scrapy_echo.crawler.own_signals import CLOCK_SKEW, OwnSignals
 from scrapy_echo.crawler.runtime import EchoComponent
+from scrapy_echo.crawler.source_reading import ReadRules, SourceReader, SourceReading, read
 from scrapy_echo.model.refetch.content import digest
-from scrapy_echo.sources.outlinks import SourceContent, published_time, read_source
+from scrapy_echo.sources.outlinks import SourceContent, published_time
 from scrapy_echo.sources.zones import UnknownZones, unknown_zones
 
 if TYPE_CHECKING:
@@ -53,47 +60,70 @@ class EchoSpiderMiddleware(EchoComponent):
         self._unknown_zone_logged = False
         self._future_date_logged = False
         self._warned: set[str] = set()  # conditions logged once, then only counted
+        self._reader = SourceReader()
 
     # (The link collector, last in the chain, marks each response done.)
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         yield from self.handle_response(response)
         yield from result
 
+    # (What Scrapy calls: its spider middleware chain is asynchronous throughout.)
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        for request in self.handle_response(response):
+        for request in await self.handle_response_async(response):
             yield request
         async for item in result:
             yield item
 
     def handle_response(self, response: Response) -> list[Request]:
-        """Record what ``response`` tells ECHO; the probes for a source's links."""
+        """Record what ``response`` tells ECHO; the probes for a source's links. A source is
+        read here, whatever its size."""
         echo = response.meta.get("echo")
         if not isinstance(echo, dict):
             return []
         if echo.get("kind") == "source":
-            return self._source_response(response, echo)
+            return self._source_response(response, echo, read(response, self._read_rules()))
         if echo.get("kind") in ("page", "refresh"):
             self._page_response(response, echo)
         return []
 
-    def _source_response(self, response: Response, echo: dict[str, Any]) -> list[Request]:
+    async def handle_response_async(self, response: Response) -> list[Request]:
+        """:meth:`handle_response`, a big source read on a thread
+        (:mod:`~scrapy_echo.crawler.source_reading`): the same requests, in the same order."""
+        echo = response.meta.get("echo")
+        if isinstance(echo, dict) and echo.get("kind") == "source":
+            reading = await self._reader.read(response, self._read_rules())
+            return self._source_response(response, echo, reading)
+        return self.handle_response(response)
+
+    def _read_rules(self) -> ReadRules:
         config = self.runtime.config
-        with unknown_zones() as zones:
-            content = read_source(
-                response,
-                extractor=getattr(self.crawler.spider, "echo_link_extractor", None),
-                identity=config.identity,
-                same_site=config.site_rule,
-                guard=self.runtime.address_guard,
-                cross_site_sitemaps=config.cross_site_sitemaps,
-                limit=config.max_links_per_source,
-            )
-        self._count_unknown_zones(zones, response.url)
+        return ReadRules(
+            extractor=getattr(self.crawler.spider, "echo_link_extractor", None),
+            identity=config.identity,
+            same_site=config.site_rule,
+            guard=self.runtime.address_guard,
+            cross_site_sitemaps=config.cross_site_sitemaps,
+            max_links=config.max_links_per_source,
+            max_sources=config.max_sources_per_source,
+            max_bytes=config.max_source_bytes,
+        )
+
+    def _source_response(
+        self, response: Response, echo: dict[str, Any], reading: SourceReading
+    ) -> list[Request]:
+        content = reading.content
+        self._count_unknown_zones(reading.zones, response.url)
+        if reading.on_thread:
+            self.inc_stat("echo/sources/read_on_thread")
+        source = str(echo.get("url", response.url))
+        if content.too_large is not None:
+            self._too_large(source, content.too_large)
+            return []
         if content.landed_refused is None:
             self.inc_stat(f"echo/sources/kind/{content.kind}")
-        self._count_refused(str(echo.get("url", response.url)), content)
+        self._count_refused(source, content)
         if content.bad_urls:
             self.inc_stat("echo/links/bad_url", content.bad_urls)
         if content.error is not None:
@@ -101,10 +131,9 @@ class EchoSpiderMiddleware(EchoComponent):
             if response.url not in self._unreadable_logged:  # once per source, then counted
                 self._unreadable_logged.add(response.url)
                 logger.warning("ECHO source %s unreadable (%s)", response.url, content.error)
-        for url in content.sources:  # a sitemap index's sitemaps, a robots.txt's
-            self.runtime.observe(SourceAdded(url))
-        if content.sources:
-            self.inc_stat("echo/sources/found", len(content.sources))
+        depth = _depth(echo) + 1  # (of the sources it lists)
+        for url in self._sources_to_add(source, depth, content):
+            self.runtime.observe(SourceAdded(url, depth))
         runtime = self.runtime
         fetched = float(echo.get("fetched", runtime.clock()))
         self._dates_moved(content, fetched, response.url)
@@ -114,7 +143,7 @@ class EchoSpiderMiddleware(EchoComponent):
         known = runtime.state.links_seen([url for url, _ in links]) if runtime.holds_state else []
         treated: list[str | None] = ["" if seen else None for seen in known] or [None] * len(links)
         batch = LinkBatch(
-            str(echo.get("url", response.url)),
+            source,
             fetched,
             links,
             echo.get("etag"),
@@ -126,6 +155,64 @@ class EchoSpiderMiddleware(EchoComponent):
         return [
             link_request(url, i, callback) for i, (url, _) in enumerate(links) if treated[i] is None
         ]
+
+    def _sources_to_add(self, source: str, depth: int, content: SourceContent) -> list[str]:
+        """The sources ``source``'s response lists (a sitemap index's sitemaps, a
+        robots.txt's) that it adds at ``depth``: none past ``ECHO_MAX_SOURCE_DEPTH``. Those
+        past the depth, or past ``ECHO_MAX_SOURCES_PER_SOURCE`` in one response, are counted
+        and the first of each logged."""
+        config = self.runtime.config
+        if content.sources_over_limit:
+            self.inc_stat("echo/sources/over_limit", content.sources_over_limit)
+            self._warn_once(
+                "sources over limit",
+                "ECHO source %s lists %d sources more than ECHO_MAX_SOURCES_PER_SOURCE (%d): "
+                "not added; more are only counted (echo/sources/over_limit)",
+                source,
+                content.sources_over_limit,
+                config.max_sources_per_source,
+            )
+        if not content.sources:
+            return []
+        if depth > config.max_source_depth:
+            self.inc_stat("echo/sources/too_deep", len(content.sources))
+            self._warn_once(
+                "sources too deep",
+                "ECHO source %s is at level %d of sources listing sources (ECHO_MAX_SOURCE_DEPTH "
+                "is %d): the %d sources it lists, such as %s, are not added; more are only "
+                "counted (echo/sources/too_deep)",
+                source,
+                depth - 1,
+                config.max_source_depth,
+                len(content.sources),
+                content.sources[0],
+            )
+            return []
+        self.inc_stat("echo/sources/found", len(content.sources))
+        return content.sources
+
+    def _too_large(self, source: str, why: str) -> None:
+        """A response larger than ``ECHO_MAX_SOURCE_BYTES`` (or that unpacks to more): not
+        read, and a failed crawl of ``source``.
+
+        A failure, not a crawl that found nothing: nothing was read, and a crawl that found
+        nothing would tell the learner the source published nothing since its last crawl,
+        lowering its rate for a reason that is not one. A failure tells the learner nothing,
+        backs the source off (fetching a body this size is not free), and retires it after
+        ``ECHO_SOURCE_MAX_FAILURES`` in a row: a source that is always too large stops
+        costing, one that was so once recovers at its next crawl."""
+        self.inc_stat("echo/sources/too_large")
+        self.inc_stat("echo/sources/failed")
+        limit = self.runtime.config.max_source_bytes
+        self._warn_once(
+            "too large",
+            "ECHO source %s not read: %s, over ECHO_MAX_SOURCE_BYTES (%d); a failed crawl; "
+            "more are only counted (echo/sources/too_large)",
+            source,
+            why,
+            limit,
+        )
+        self.runtime.observe(SourceFailed(source, self.runtime.clock(), f"too large: {why}"))
 
     def _count_refused(self, source: str, content: SourceContent) -> None:
         """Count what ``source``'s response was refused (each kind logged once, then only
@@ -240,6 +327,12 @@ class EchoSpiderMiddleware(EchoComponent):
         )
         self.runtime.observe(event)
         self.inc_stat("echo/pages/refreshed" if refresh else "echo/pages/crawled")
+
+
+def _depth(echo: dict[str, Any]) -> int:
+    """The depth a source request carries (0 from a build that sent none)."""
+    depth = echo.get("depth", 0)
+    return depth if type(depth) is int and depth >= 0 else 0
 
 
 def content_digest(response: Response) -> str:

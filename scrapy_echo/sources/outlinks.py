@@ -17,6 +17,12 @@ kind                    read by
 A gzip body is unpacked first. Links come back clean (:class:`~scrapy_echo.core.identity
 .PageIdentity`), in page order, each once, with the publication time the source states.
 
+A body larger than the bound the crawl sets (``ECHO_MAX_SOURCE_BYTES``), or a gzip body that
+unpacks to more, is not read at all (:attr:`SourceContent.too_large`): reading it would take
+seconds and memory in proportion, and the sitemap protocol caps a sitemap at 50 MB unpacked
+anyway. Of the further sources a response lists, those past a cap are counted, not added
+(:attr:`SourceContent.sources_over_limit`).
+
 What a source lists is someone else's word, so what it may add is judged against the URL the
 source was asked for, never against where a redirect took it (the redirect's target chooses
 that): links of that site (with a site rule), sitemaps on that site (unless cross-site
@@ -34,11 +40,13 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
 
+from scrapy_echo.core.defaults import DEFAULTS
 from scrapy_echo.core.identity import PageIdentity, SameSite, site_of
 from scrapy_echo.sources.address_guard import AddressGuard
 from scrapy_echo.sources.feeds import looks_like_json_feed, parse_feed, parse_json_feed
 from scrapy_echo.sources.published import page_published
 from scrapy_echo.sources.sitemaps import (
+    UnpackedTooLarge,
     is_gzip,
     looks_like_robots,
     parse_sitemap,
@@ -53,6 +61,8 @@ logger = logging.getLogger(__name__)
 
 _XML_TYPES = ("xml", "rss", "atom")
 _XML_ROOTS = (b"<rss", b"<feed", b"<rdf:", b"<urlset", b"<sitemapindex")
+_MAX_BYTES: int = DEFAULTS["ECHO_MAX_SOURCE_BYTES"]
+_MAX_SOURCES: int = DEFAULTS["ECHO_MAX_SOURCES_PER_SOURCE"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,9 @@ class SourceContent:
     sources_refused: int = 0
     first_refusal: str | None = None
     cross_site_sources: int = 0  # sitemaps on other sites, refused
+    # Why the body was not read: its size, or that it unpacks to more than the bound.
+    too_large: str | None = None
+    sources_over_limit: int = 0  # further sources listed past the cap, not added
 
 
 def read_source(
@@ -91,22 +104,31 @@ def read_source(
     guard: AddressGuard | None = None,
     cross_site_sitemaps: bool = False,
     limit: int = 5000,
+    max_sources: int = _MAX_SOURCES,
+    max_bytes: int = _MAX_BYTES,
 ) -> SourceContent:
-    """The links (at most ``limit``) and further sources ``response`` shows.
+    """The links (at most ``limit``) and further sources (at most ``max_sources``; those
+    past it counted in :attr:`SourceContent.sources_over_limit`) ``response`` shows.
 
     Judged against the site of the URL the source was asked for (the first of the
     response's redirect chain): with ``same_site``, only the links it allows for that
     site; further sources only on that site (by ``same_site``, else the site alone) unless
     ``cross_site_sitemaps``; with ``guard``, neither on a host it refuses. A response a
     redirect took to a host ``same_site`` or ``guard`` refuses is not read
-    (:attr:`SourceContent.landed_refused`)."""
+    (:attr:`SourceContent.landed_refused`), nor one whose body, or a gzip body unpacked,
+    is larger than ``max_bytes`` (:attr:`SourceContent.too_large`)."""
     identity = identity or PageIdentity()
     origin = _requested_url(response)
     site = site_of(origin)
     landing = _landing_refused(response.url, origin, site, same_site, guard)
     if landing is not None:
         return SourceContent("off-site", landed_refused=landing)
-    raw = _raw_content(response, extractor)
+    if len(response.body) > max_bytes:
+        return SourceContent("too-large", too_large=f"{len(response.body)} bytes")
+    try:
+        raw = _raw_content(response, extractor, max_bytes)
+    except UnpackedTooLarge as exc:
+        return SourceContent("too-large", too_large=str(exc))
     content = SourceContent(raw.kind, error=raw.error)
     seen: set[str] = set()
     for url, published in raw.links:
@@ -126,17 +148,22 @@ def read_source(
     # let any site add sources on any other, to be recrawled for ever.
     own_site = same_site or SameSite()
     dates = raw.source_dates or [None] * len(raw.sources)
-    for url, changed in zip(raw.sources[:limit], dates[:limit], strict=True):
+    added: set[str] = set()
+    for url, changed in zip(raw.sources, dates, strict=True):
         clean = _clean(identity, response, url)
         if clean is None:
             content.bad_urls += 1
-        elif clean in content.sources:
+        elif clean in added:
             continue
         elif not cross_site_sitemaps and not own_site.allows(site, clean):
             content.cross_site_sources += 1
         elif _guard_refuses(guard, clean, content):
             content.sources_refused += 1
+        elif len(content.sources) >= max_sources:
+            added.add(clean)
+            content.sources_over_limit += 1
         else:
+            added.add(clean)
             content.sources.append(clean)
             if changed is not None:
                 content.source_dates[clean] = changed
@@ -174,11 +201,15 @@ class _Raw:
     error: str | None = None
 
 
-def _raw_content(response: Response, extractor: Any | None) -> _Raw:
+def _raw_content(response: Response, extractor: Any | None, max_bytes: int) -> _Raw:
+    """What ``response`` lists, as it gives it; :class:`UnpackedTooLarge` for a gzip body
+    that unpacks to more than ``max_bytes``."""
     body = response.body
     if is_gzip(body):
         try:
-            body = unpack(body)
+            body = unpack(body, max_size=max_bytes)
+        except UnpackedTooLarge:
+            raise
         except ValueError as exc:
             return _Raw("gzip", error=str(exc))
         return _xml_content(body, _content_type(response)) or _Raw("gzip", error="not a sitemap")
