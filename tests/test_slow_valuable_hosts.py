@@ -7,11 +7,8 @@ stock Scrapy (no budget: it may send what every host allows)."""
 
 from __future__ import annotations
 
-import json
 import threading
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -19,6 +16,7 @@ from tests.crawling import crawl
 from tests.local_site import LocalNewsSite, Section
 from tests.test_crawl import FAST
 from tests.test_fleet_politeness import shortest_gaps
+from tests.test_politeness import Hosts
 
 pytestmark = pytest.mark.slow
 
@@ -36,9 +34,11 @@ VALUABLE = {
 CHEAP = {"misc": Section(period=0.5, profit=1.0, decay=0.05, hub_items=20)}
 
 
-class Site:
+class Site(Hosts):
+    """The eight hosts, their click feed and what they were sent (see test_politeness)."""
+
     def __init__(self) -> None:
-        self.hosts = [LocalNewsSite(VALUABLE, host=host).start() for host in SLOW] + [
+        self.sites = [LocalNewsSite(VALUABLE, host=host).start() for host in SLOW] + [
             LocalNewsSite(
                 CHEAP, host=host, dies_after=DIES_AFTER if host == FAST_HOSTS[-1] else None
             ).start()
@@ -48,36 +48,13 @@ class Site:
         self._thread: threading.Thread | None = None
 
     def sources(self) -> list[str]:
-        return [site.hub_url(name) for site in self.hosts for name in site.sections]
-
-    def write_clicks(self, feed: Path) -> None:
-        def loop() -> None:
-            last = time.time()
-            while not self._stop.wait(0.25):
-                now = time.time()
-                rows = [row for site in self.hosts for row in site.click_rows(last, now)]
-                with open(feed, "a", encoding="utf-8") as handle:
-                    handle.writelines(json.dumps(row) + "\n" for row in rows)
-                last = now
-
-        self._thread = threading.Thread(target=loop, daemon=True)
-        self._thread.start()
-
-    def first_hit(self) -> float:
-        return min(t for site in self.hosts for t, _ in site.hit_log)
+        return [site.hub_url(name) for site in self.sites for name in site.sections]
 
     def profit(self) -> float:
         """What the articles published from 1 s into the crawl to 3 s before its end were
         still worth when first fetched."""
         start = self.first_hit()
-        return sum(s.profit_caught(start + 1.0, start + DURATION - 3.0) for s in self.hosts)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        for site in self.hosts:
-            site.stop()
+        return sum(s.profit_caught(start + 1.0, start + DURATION - 3.0) for s in self.sites)
 
 
 @pytest.fixture
@@ -134,20 +111,20 @@ def test_the_slow_hosts_turns_go_to_their_best_pages_and_echo_beats_stock_bfs(
     assert bfs.returncode == 0, bfs.log[-3000:]
     bfs_site.stop()
 
-    for site in echo_site.hosts:  # polite, host by host
+    for site in echo_site.sites:  # polite, host by host
         times = sorted(t for t, _ in site.hit_log)
         delay = SLOW_DELAY if site.host in SLOW else FAST_DELAY
         assert shortest_gaps(times, delay) == [], site.host
 
     start = echo_site.first_hit()
     slow_used = sum(
-        sum(1 for t, _ in site.hit_log if t > start + 5) for site in echo_site.hosts[:3]
+        sum(1 for t, _ in site.hit_log if t > start + 5) for site in echo_site.sites[:3]
     ) / (3 * (DURATION - 5) / SLOW_DELAY)
     echo_profit, bfs_profit = echo_site.profit(), bfs_site.profit()
     print(
         f"slow valuable hosts: echo {echo_profit:.1f}, bfs {bfs_profit:.1f} "
         f"({echo_profit / max(bfs_profit, 1e-9):.2f}x); slow hosts' turns used {slow_used:.2f}; "
-        f"echo requests {sum(len(s.hit_log) for s in echo_site.hosts)}, "
-        f"bfs {sum(len(s.hit_log) for s in bfs_site.hosts)}"
+        f"echo requests {sum(len(s.hit_log) for s in echo_site.sites)}, "
+        f"bfs {sum(len(s.hit_log) for s in bfs_site.sites)}"
     )
     assert echo_profit >= 1.5 * bfs_profit, (echo_profit, bfs_profit)

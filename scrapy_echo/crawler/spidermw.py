@@ -57,8 +57,6 @@ class EchoSpiderMiddleware(EchoComponent):
         super().__init__(*args, **kwargs)
         self._unreadable_logged = set()
         self._own_signals = OwnSignals()
-        self._unknown_zone_logged = False
-        self._future_date_logged = False
         self._warned: set[str] = set()  # conditions logged once, then only counted
         self._reader = SourceReader()
 
@@ -163,9 +161,9 @@ class EchoSpiderMiddleware(EchoComponent):
         and the first of each logged."""
         config = self.runtime.config
         if content.sources_over_limit:
-            self.inc_stat("echo/sources/over_limit", content.sources_over_limit)
-            self._warn_once(
-                "sources over limit",
+            self._count(
+                "echo/sources/over_limit",
+                content.sources_over_limit,
                 "ECHO source %s lists %d sources more than ECHO_MAX_SOURCES_PER_SOURCE (%d): "
                 "not added; more are only counted (echo/sources/over_limit)",
                 source,
@@ -175,9 +173,9 @@ class EchoSpiderMiddleware(EchoComponent):
         if not content.sources:
             return []
         if depth > config.max_source_depth:
-            self.inc_stat("echo/sources/too_deep", len(content.sources))
-            self._warn_once(
-                "sources too deep",
+            self._count(
+                "echo/sources/too_deep",
+                len(content.sources),
                 "ECHO source %s is at level %d of sources listing sources (ECHO_MAX_SOURCE_DEPTH "
                 "is %d): the %d sources it lists, such as %s, are not added; more are only "
                 "counted (echo/sources/too_deep)",
@@ -201,11 +199,11 @@ class EchoSpiderMiddleware(EchoComponent):
         backs the source off (fetching a body this size is not free), and retires it after
         ``ECHO_SOURCE_MAX_FAILURES`` in a row: a source that is always too large stops
         costing, one that was so once recovers at its next crawl."""
-        self.inc_stat("echo/sources/too_large")
         self.inc_stat("echo/sources/failed")
         limit = self.runtime.config.max_source_bytes
-        self._warn_once(
-            "too large",
+        self._count(
+            "echo/sources/too_large",
+            1,
             "ECHO source %s not read: %s, over ECHO_MAX_SOURCE_BYTES (%d); a failed crawl; "
             "more are only counted (echo/sources/too_large)",
             source,
@@ -240,9 +238,9 @@ class EchoSpiderMiddleware(EchoComponent):
                 content.first_refusal,
             )
         if content.cross_site_sources:
-            self.inc_stat("echo/sources/cross_site_refused", content.cross_site_sources)
-            self._warn_once(
-                "cross-site",
+            self._count(
+                "echo/sources/cross_site_refused",
+                content.cross_site_sources,
                 "ECHO refused %d sitemaps on other sites than %s's (ECHO_CROSS_SITE_SITEMAPS "
                 "allows them); more are only counted",
                 content.cross_site_sources,
@@ -253,6 +251,11 @@ class EchoSpiderMiddleware(EchoComponent):
         if key not in self._warned:
             self._warned.add(key)
             logger.warning(message, *args)
+
+    def _count(self, stat: str, count: int, message: str, *args: Any) -> None:
+        """Count ``count`` under ``stat``; the first time, log ``message``."""
+        self.inc_stat(stat, count)
+        self._warn_once(stat, message, *args)
 
     def _dates_moved(self, content: SourceContent, fetched: float, where: str) -> None:
         """The change signals a source response carries itself: a sitemap index's ``lastmod``
@@ -270,19 +273,18 @@ class EchoSpiderMiddleware(EchoComponent):
                     dated[link.url] = link.published
         moved = self._own_signals.moved(dated, fetched)
         if moved.ahead:
-            self.inc_stat("echo/signals/own/future", len(moved.ahead))
-            if not self._future_date_logged:  # once, then counted
-                self._future_date_logged = True
-                url, changed = next(iter(moved.ahead.items()))
-                logger.warning(
-                    "ECHO source %s dates %s %.0f s in the future (more than %g s ahead of the "
-                    "clock): such dates are change signals, never the latest date seen; more "
-                    "are only counted (echo/signals/own/future)",
-                    where,
-                    url,
-                    changed - fetched,
-                    CLOCK_SKEW,
-                )
+            url, changed = next(iter(moved.ahead.items()))
+            self._count(
+                "echo/signals/own/future",
+                len(moved.ahead),
+                "ECHO source %s dates %s %.0f s in the future (more than %g s ahead of the "
+                "clock): such dates are change signals, never the latest date seen; more "
+                "are only counted (echo/signals/own/future)",
+                where,
+                url,
+                changed - fetched,
+                CLOCK_SKEW,
+            )
         if moved.signals:
             self.inc_stat("echo/signals/own", len(moved.signals))
             runtime.signal_intake.add(moved.signals)
@@ -290,12 +292,10 @@ class EchoSpiderMiddleware(EchoComponent):
     def _count_unknown_zones(self, zones: UnknownZones, where: str) -> None:
         """Dates whose zone name RFC 822 does not define, read as UTC: counted, the first
         logged (:mod:`scrapy_echo.sources.zones`)."""
-        if not zones.count:
-            return
-        self.inc_stat("echo/dates/unknown_zone", zones.count)
-        if not self._unknown_zone_logged:
-            self._unknown_zone_logged = True
-            logger.warning(
+        if zones.count:
+            self._count(
+                "echo/dates/unknown_zone",
+                zones.count,
                 "ECHO read a date on %s with the time zone %r, which RFC 822 does not define, "
                 "as UTC (at most 14 h off); more are only counted (echo/dates/unknown_zone)",
                 where,
