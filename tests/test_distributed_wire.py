@@ -162,6 +162,25 @@ def test_codec_refuses_what_it_did_not_write(data: bytes) -> None:
         codec.loads(data)
 
 
+def test_long_array_parts_are_read_outside_the_json_parser_and_stand_ins_are_checked() -> None:
+    big = np.arange(codec.PART_BYTES // 8 * 2 + 5, dtype=np.uint64) * 7919
+    single = np.arange(20_000, dtype=np.float64)  # 160 kB: one long "data" string
+    value = {"seen": big, "one": single, "name": "\x00 not a stand-in", "n": 1}
+    data = codec.dumps(value)
+    assert len(codec._LIFT.findall(data)) == 3  # two whole parts, the single string
+    back = codec.loads(data)
+    np.testing.assert_array_equal(back["seen"], big)
+    np.testing.assert_array_equal(back["one"], single)
+    assert back["name"] == "\x00 not a stand-in"  # (a string elsewhere is left as it is)
+    # A stored stand-in that names no lifted string is refused, not read as data.
+    for stand_in in ("\x007", "\x00x"):
+        forged = json.dumps(
+            {"$": "nd", "dtype": "float64", "shape": [1], "parts": [stand_in]}
+        ).encode()
+        with pytest.raises(codec.CodecError):
+            codec.loads(forged)
+
+
 def test_planner_state_round_trips_through_a_snapshot() -> None:
     from scrapy.utils.test import get_crawler
 

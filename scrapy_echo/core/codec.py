@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -43,12 +44,28 @@ def dump_chunks(value: Any) -> Iterator[str]:
     return encoder.iterencode(_encode(value))
 
 
+# Base64 strings this long (the parts of large arrays) are cut out of a state before the JSON
+# parser reads it: one ``json.loads`` of a whole state holds the interpreter while it parses
+# (1.35 s for 10 M links), and a thread restoring a planner's state must let the reactor run.
+# Cut out one at a time (each a short C call), they are put back where the arrays are built.
+_LIFT = re.compile(rb'"([A-Za-z0-9+/=]{65536,})"')
+_LIFTED = "\x00"  # a lifted string's stand-in: NUL and its number (no base64 has a NUL)
+
+
 def loads(data: bytes) -> Any:
+    skeleton: list[bytes] = []
+    lifted: list[bytes] = []
+    end = 0
+    for match in _LIFT.finditer(data):
+        skeleton += [data[end : match.start()], b'"\\u0000%d"' % len(lifted)]
+        lifted.append(match.group(1))
+        end = match.end()
+    skeleton.append(data[end:])
     try:
-        raw = json.loads(data)
+        raw = json.loads(b"".join(skeleton) if lifted else data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise CodecError(f"not JSON: {exc}") from None
-    return _decode(raw)
+    return _decode(raw, lifted)
 
 
 def _encode(value: Any) -> Any:
@@ -84,11 +101,11 @@ def _encode(value: Any) -> Any:
     raise CodecError(f"cannot encode {type(value).__name__}")
 
 
-def _decode(raw: Any) -> Any:
+def _decode(raw: Any, lifted: list[bytes]) -> Any:
     if raw is None or isinstance(raw, bool | int | float | str):
         return raw
     if isinstance(raw, list):
-        return [_decode(v) for v in raw]
+        return [_decode(v, lifted) for v in raw]
     if not isinstance(raw, dict) or not isinstance(raw.get("$"), str):
         raise CodecError("an object without a tag")
     tag = raw["$"]
@@ -97,12 +114,12 @@ def _decode(raw: Any) -> Any:
             raise CodecError(f"bad float {raw.get('v')!r:.40}")
         return float(raw["v"])
     if tag == "nd":
-        return _array(raw)
+        return _array(raw, lifted)
     items = raw.get("v")
     if tag in ("tuple", "set"):
         if not isinstance(items, list):
             raise CodecError(f"{tag} without a list")
-        decoded = [_decode(v) for v in items]
+        decoded = [_decode(v, lifted) for v in items]
         try:
             return tuple(decoded) if tag == "tuple" else set(decoded)
         except TypeError:
@@ -113,14 +130,27 @@ def _decode(raw: Any) -> Any:
         ):
             raise CodecError(f"{tag} without [key, value] pairs")
         try:
-            pairs = [(_decode(k), _decode(v)) for k, v in items]
+            pairs = [(_decode(k, lifted), _decode(v, lifted)) for k, v in items]
             return OrderedDict(pairs) if tag == "odict" else dict(pairs)
         except TypeError:
             raise CodecError("unhashable dict key") from None
     raise CodecError(f"unknown tag {tag!r:.40}")
 
 
-def _array(raw: dict[str, Any]) -> np.ndarray[Any, Any]:
+def _put_back(text: str, lifted: list[bytes]) -> bytes:
+    """A base64 string of an array, the lifted one it stands for if it is a stand-in."""
+    if text.startswith(_LIFTED):
+        try:
+            return lifted[int(text[1:])]
+        except (ValueError, IndexError):
+            raise CodecError("bad array part") from None
+    try:
+        return text.encode("ascii")
+    except UnicodeEncodeError:
+        raise CodecError("bad array: not base64") from None
+
+
+def _array(raw: dict[str, Any], lifted: list[bytes]) -> np.ndarray[Any, Any]:
     dtype, shape, data, parts = (
         raw.get("dtype"),
         raw.get("shape"),
@@ -128,8 +158,10 @@ def _array(raw: dict[str, Any]) -> np.ndarray[Any, Any]:
         raw.get("parts"),
     )
     if isinstance(parts, list) and data is None and all(isinstance(p, str) for p in parts):
-        data = "".join(parts)
-    if dtype not in _DTYPES or not isinstance(data, str) or not isinstance(shape, list):
+        data = b"".join(_put_back(p, lifted) for p in parts)
+    elif isinstance(data, str):
+        data = _put_back(data, lifted)
+    if dtype not in _DTYPES or not isinstance(data, bytes) or not isinstance(shape, list):
         raise CodecError("bad array")
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
         raise CodecError("bad array shape")
