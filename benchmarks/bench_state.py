@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 import scrapy
-from scrapy import Request
 from scrapy.utils.test import get_crawler
 from twisted.internet import defer, reactor, task
 from twisted.internet.threads import deferToThread
 
+from scrapy_echo.core.pages import NewPage
 from scrapy_echo.core.seen import FingerprintSet
 from scrapy_echo.crawler.runtime import EchoRuntime
 from scrapy_echo.crawler.scheduler import EchoScheduler
@@ -72,7 +72,9 @@ def filled_set(marks: np.ndarray) -> FingerprintSet:
     return out
 
 
-def scheduler_with_state(jobdir: str, links: np.ndarray, sources: int) -> EchoScheduler:
+def scheduler_with_state(
+    jobdir: str, links: np.ndarray, sources: int, *, pages: int = 10_000
+) -> EchoScheduler:
     crawler = get_crawler(Spider, {"ADDONS": {"scrapy_echo.Addon": 0}, "JOBDIR": jobdir})
     crawler.spider = crawler._create_spider()
     runtime = EchoRuntime.of(crawler)
@@ -87,11 +89,12 @@ def scheduler_with_state(jobdir: str, links: np.ndarray, sources: int) -> EchoSc
             state.learner.record_crawl(i, NOW - (7 - crawl) * 600.0, crawl % 3)
     state.seen = filled_set(links)
     state.fetched = filled_set(links[: links.size // 5])
-    for i in range(10_000):  # pages waiting
+    for i in range(pages):  # pages waiting
         url = f"https://h.example/a/{i}"
-        meta = {"kind": "page", "source": i % sources, "page": url, "appeared": NOW - 60}
-        request = Request(url, meta={"echo": meta})
-        state.frontier.push(i % sources, request, appeared=NOW - 60, discovered=NOW - 30)
+        source = i % sources
+        page = NewPage(url, source, state.sources[source].url, NOW - 60, (NOW - 120, NOW - 60),
+                       NOW - 30)  # fmt: skip
+        state.frontier.push(source, page, appeared=NOW - 60, discovered=NOW - 30)
     for k in range(20):  # report samples
         state.record(NOW - k * 1800.0, budget=1.0, omega=1.0, kept=sources, dropped=0)
     return scheduler

@@ -307,7 +307,7 @@ def test_the_planner_applies_an_event_sent_twice_once_even_after_a_take_over(red
         raw = json.dumps(stamp(to_json(event), "w1", 1)).encode()
         first.apply([("1-0", raw), ("2-0", raw)], [], 1000.0)  # sent again after a failure
         assert first.runtime.state.sources[0].crawls == 1
-        captured, last = first.snapshot(1000.0)
+        captured, last, _ = first.snapshot(1000.0)
         saved = second.load((captured.to_bytes(), last), second.begin_loading())
         second.take_over(saved)  # the next planner replays the stream
         second.apply([("2-0", raw)], [], 1001.0)

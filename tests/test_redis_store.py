@@ -9,7 +9,7 @@ import uuid
 import pytest
 import redis
 
-from scrapy_echo.distributed.store import SNAPSHOT_BLOCK, Exchange, RedisStore
+from scrapy_echo.distributed.store import SNAPSHOT_BLOCK, Exchange, PushedApplied, RedisStore
 
 OPTIONS = {"lease_ms": 300, "rate": 0.0, "burst": 1.0, "plain_share": 0.5, "done_ttl_ms": 60_000,
            "max_attempts": 5}  # fmt: skip
@@ -130,21 +130,27 @@ def test_events_are_read_after_the_snapshot_and_trimmed_up_to_it(store):
     assert store.client.xlen(store.keys["events"]) <= 3  # trimmed to the snapshot's event
 
 
-def test_signals_users_add_are_taken_once(store):
+def test_signals_users_add_are_read_on_and_removed_by_the_save_that_applied_them(store):
     store.acquire_solver("A", 5000)
     key = store.keys["signals"]
     store.client.xadd(key, {"url": "http://news.test/", "ts": "150"})
     store.client.xadd(key, {"ts": "151"})  # no url: the intake counts it
-    *_, taken = store.poll("A", 1, 5000, "0-0", 10)
-    assert taken == [{b"url": b"http://news.test/", b"ts": b"150"}, {b"ts": b"151"}]
-    assert store.client.xlen(key) == 0
-    *_, again = store.poll("A", 1, 5000, "0-0", 10)
-    assert again == []
+    taken = store.poll("A", 1, 5000, "0-0", 10).signals
+    assert [fields for _, fields in taken] == [
+        {b"url": b"http://news.test/", b"ts": b"150"},
+        {b"ts": b"151"},
+    ]
+    first = PushedApplied(signal=taken[0][0])
+    again = store.poll("A", 1, 5000, "0-0", 10, pushed=first).signals
+    assert [fields for _, fields in again] == [{b"ts": b"151"}]  # read on from there
+    assert store.client.xlen(key) == 2  # read, not deleted
+    assert store.save_snapshot("A", b"s", "0-0", first)
+    assert [fields for _, fields in store.client.xrange(key)] == [{b"ts": b"151"}]
 
 
 def test_what_users_push_is_taken_only_by_the_lease_holder(store):
-    """A worker whose lease ran out takes no pushed source or signal (it would drop them
-    when it steps down); the holder takes them all, once."""
+    """A worker whose lease ran out reads no pushed source or signal (it steps down); the
+    holder reads them all, once."""
     assert store.acquire_solver("A", 300) == 1
     time.sleep(0.4)  # A stalls past its lease: B takes over
     assert store.acquire_solver("B", 300) == 2
@@ -154,9 +160,10 @@ def test_what_users_push_is_taken_only_by_the_lease_holder(store):
     assert (held, sources, signals) == (0, [], [])
     assert store.client.llen(store.keys["sources"]) == 2
     held, _, sources, _, signals = store.poll("B", 2, 300, "0-0", 10)
-    assert held == 2 and sources == [b"http://a.test/", b"http://b.test/"]
-    assert signals == [{b"url": b"http://a.test/", b"ts": b"150"}]
-    held, _, sources, _, signals = store.poll("B", 2, 300, "0-0", 10)
+    assert held == 2 and [url for _, url in sources] == [b"http://a.test/", b"http://b.test/"]
+    assert [fields for _, fields in signals] == [{b"url": b"http://a.test/", b"ts": b"150"}]
+    pushed = PushedApplied(source=sources[-1][0], signal=signals[-1][0])
+    held, _, sources, _, signals = store.poll("B", 2, 300, "0-0", 10, pushed=pushed)
     assert (sources, signals) == ([], [])
 
 
@@ -172,9 +179,29 @@ def test_the_planner_checks_and_applies_the_signals_it_takes():
     clock.now = 200.0
     planner = Planner(SimpleNamespace(runtime=runtime))  # type: ignore[arg-type]
     planner.take_signals(
-        [{b"url": b"http://news.test/", b"ts": b"150"}, {b"ts": b"1"}, {b"\xff": b"x"}]
+        [
+            ("1-0", {b"url": b"http://news.test/", b"ts": b"150"}),
+            ("2-0", {b"ts": b"1"}),
+            ("3-0", {b"\xff": b"x"}),
+        ]
     )
     get = crawler.stats.get_value
     assert get("echo/signalfeed/source") == 1
     assert get("echo/signalfeed/invalid/missing_field") == 2
     assert runtime.state.signals.received == 1
+
+
+def test_a_redis_that_forgot_its_scripts_runs_them_again_once(store):
+    """Scripts go by their digest alone (no ``SCRIPT EXISTS`` round trip): after a restart
+    forgot them, each script of the round trip is loaded and run once, after the rest."""
+    store.acquire_solver("A", 5000)
+    store.push("A", [("p:1", 1.0, "{}"), ("p:2", 2.0, "{}")])
+    ((member, _),) = lease(store, 1)
+    store.client.script_flush()
+    batch = Exchange(events=["e1"], acks=[member], want=1)
+    reply = store.exchange(batch, **OPTIONS)  # type: ignore[arg-type]
+    assert reply.errors == [] and [payload for _, payload in reply.leased] == [b"{}"]
+    assert store.client.xlen(store.keys["events"]) == 1  # sent once
+    assert store.counters()["acked"] == 1 and store.client.zcard(store.keys["queue"]) == 0
+    store.client.script_flush()
+    assert store.poll("A", 1, 5000, "0-0", 10).held == 1

@@ -5,13 +5,14 @@ lease (a key with an expiry, renewed every round) applies those events to the st
 same :class:`~scrapy_echo.core.crawl.CrawlCore` and policy as a single machine, re-solves
 the intervals (the extension asks it, as on one machine), and keeps a couple of seconds of
 chosen requests in the shared queue. Every ``ECHO_REDIS_SNAPSHOT_INTERVAL`` it saves the state
-and the id of the last event in it, and trims the stream up to there.
+and the id of the last event in it, and trims the stream up to there; the sources and signals
+users pushed that the state applied leave Redis with the same save, not before.
 
 If it dies, its lease runs out, another worker takes it, loads the snapshot and replays the
-events after it: nothing observed is lost, and requests chosen twice are queued once (the
-queue skips a request id already queued, leased or done). Every write of the planner is
-fenced by its token, so a planner that lost its lease (a long pause) cannot overwrite its
-successor's work.
+events after it, and the pushed sources and signals still in Redis: nothing observed or
+pushed is lost, and requests chosen twice are queued once (the queue skips a request id
+already queued, leased or done). Every write of the planner is fenced by its token, so a
+planner that lost its lease (a long pause) cannot overwrite its successor's work.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from scrapy_echo.distributed.request_ids import (
     request_id,
     source_id,
 )
+from scrapy_echo.distributed.store import PushedApplied
 from scrapy_echo.model.decisions.policies import Policy
 from scrapy_echo.model.decisions.registry import make_policy
 
@@ -129,6 +131,9 @@ class Planner:
         self.dedup = EventDedup()  # events sent twice (a round trip retried) applied once
         self._solves_logged = 0
         self.last_event = "0-0"
+        # The last source and signal users pushed that this term applied. A term starts from
+        # the first still in Redis: a save removes exactly those its state applied.
+        self.pushed = PushedApplied()
         self._seq = 0
         self._saved_at = _SNAPSHOT_NEVER
         self._next_try = -math.inf
@@ -216,6 +221,7 @@ class Planner:
         if loaded.dedup_error is not None:
             self.scheduler.count_rejected("snapshot_event_numbers", message=loaded.dedup_error)
         self.last_event, self.dedup = loaded.last_event, loaded.dedup
+        self.pushed = PushedApplied()
         feeds = loaded.feeds if isinstance(loaded.feeds, dict) else {}
         # (A fresh state has counted no click: every feed from the top.)
         self.runtime.restore_feeds(feeds if loaded.state is not None else {})
@@ -299,8 +305,10 @@ class Planner:
         self.runtime.core.reset(None, make_policy(self.config.policy))
 
     # -- one round -------------------------------------------------------------------------
-    def apply(self, events: list[tuple[str, bytes]], sources: list[bytes], now: float) -> None:
-        """Fold in what the workers saw, and the sources users pushed."""
+    def apply(
+        self, events: list[tuple[str, bytes]], sources: list[tuple[str, bytes]], now: float
+    ) -> None:
+        """Fold in what the workers saw, and the sources users pushed (id, URL)."""
         for event_id, raw in events:
             self.last_event = event_id
             try:
@@ -328,7 +336,8 @@ class Planner:
                 continue
             self.runtime.found(pages)
         pushed = []
-        for raw in sources:
+        for source_entry, raw in sources:
+            self.pushed = replace(self.pushed, source=source_entry)
             try:
                 (url,) = read_sources([raw.decode()])
             except Exception as exc:  # NotConfigured, UnicodeDecodeError
@@ -349,13 +358,14 @@ class Planner:
             return replace(event, t=now, appeared=min(event.appeared, now))
         return replace(event, t=now)  # type: ignore[arg-type]
 
-    def take_signals(self, entries: list[dict[bytes, bytes]]) -> None:
-        """The signals users added to the ``signals`` stream (fields ``url`` and ``ts``),
+    def take_signals(self, entries: list[tuple[str, dict[bytes, bytes]]]) -> None:
+        """The signals users added to the ``signals`` stream (id, fields ``url`` and ``ts``),
         checked and counted as every signal is (:mod:`scrapy_echo.inputs.signalfeed`)."""
         if not entries:
             return
+        self.pushed = replace(self.pushed, signal=entries[-1][0])
         rows: list[dict[str, object]] = []
-        for fields in entries:
+        for _, fields in entries:
             try:
                 rows.append({key.decode(): value.decode() for key, value in fields.items()})
             except (UnicodeDecodeError, AttributeError):
@@ -419,11 +429,12 @@ class Planner:
         gap = max(self.config.redis_snapshot_interval, _SAVE_SHARE_INVERSE * self.save_seconds)
         return now - self._saved_at >= gap
 
-    def snapshot(self, now: float) -> tuple[snapshots.Captured, str]:
-        """The state captured now (cheap), to encode and save off the reactor, and the last
-        event it includes. (The planner keeps no plain lane: its waiting pages are data.)"""
+    def snapshot(self, now: float) -> tuple[snapshots.Captured, str, PushedApplied]:
+        """The state captured now (cheap), to encode and save off the reactor, the last event
+        it includes and the last pushed source and signal. (The planner keeps no plain lane:
+        its waiting pages are data.)"""
         self._saved_at = now
         mine = {"events_applied": self.dedup.to_data(), "feeds": self.runtime.feed_state()}
         core, clock = self.runtime.core, self.runtime.clock
         captured = snapshots.capture(core, clock(), self.scheduler.encode, extra=mine)
-        return captured, self.last_event
+        return captured, self.last_event, self.pushed

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from scrapy_echo.crawler.runtime import EchoRuntime
     from scrapy_echo.distributed.fleet_politeness import FleetPoliteness
     from scrapy_echo.distributed.iothread import RedisThread
-    from scrapy_echo.distributed.store import RedisStore
+    from scrapy_echo.distributed.store import PushedApplied, RedisStore
 
 
 logger = logging.getLogger(__name__)
@@ -80,6 +80,7 @@ class PlannerRound:
                 planner.last_event,
                 EVENTS_PER_ROUND,
                 solves,
+                pushed=planner.pushed,
             )
             delays = None
             if now - self._delays_read >= _DELAYS_EVERY:
@@ -138,7 +139,7 @@ class PlannerRound:
         )
         return pushed.addCallbacks(self._pushed, self._push_failed)
 
-    def _save(self, captured: snapshots.Captured, event_id: str) -> None:
+    def _save(self, captured: snapshots.Captured, event_id: str, pushed: PushedApplied) -> None:
         """Encode the captured state on a thread of its own (seconds for millions of links:
         the worker's round trips go on meanwhile), then upload it on the Redis thread."""
         host, started = self.host, time.monotonic()
@@ -147,7 +148,7 @@ class PlannerRound:
         def upload(data: bytes) -> Deferred[bool]:
             if captured.skipped:
                 host.count_rejected("unencodable", captured.skipped)
-            return host.io.run(host.store.save_snapshot, host.token, data, event_id)
+            return host.io.run(host.store.save_snapshot, host.token, data, event_id, pushed)
 
         def saved(held: bool) -> None:
             host.planner.save_seconds = time.monotonic() - started

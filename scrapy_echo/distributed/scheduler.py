@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
     from scrapy_echo.core import snapshot as snapshots
     from scrapy_echo.crawler.runtime import EchoRuntime
+    from scrapy_echo.distributed.store import PushedApplied
 
 logger = logging.getLogger(__name__)
 
@@ -212,11 +213,11 @@ class DistributedScheduler(EchoComponent):
         done.addBoth(lambda _: self.io.stop())
         return done
 
-    def _final_round(self, snapshot: tuple[snapshots.Captured, str] | None) -> None:
+    def _final_round(self, snapshot: tuple[snapshots.Captured, str, PushedApplied] | None) -> None:
         self.store.exchange(self.outbox, **self._exchange_options())
         if snapshot is not None:
-            captured, event_id = snapshot
-            self.store.save_snapshot(self.token, captured.to_bytes(), event_id)
+            captured, event_id, pushed = snapshot
+            self.store.save_snapshot(self.token, captured.to_bytes(), event_id, pushed)
         if self.planner.active:
             self.store.release_solver(self.token)
 

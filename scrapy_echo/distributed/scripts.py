@@ -23,7 +23,9 @@ Request ids start with ``s:`` (a source), ``p:`` (a page), ``r:`` (a filtered pl
 or ``u:`` (``dont_filter``); pages and filtered requests are remembered in ``done`` for the
 dupefilter's time to live. Each lease of a request id counts in ``attempts`` until it is
 acked; past ``ECHO_REDIS_MAX_ATTEMPTS`` the request goes to ``dead`` rather than round the
-fleet for ever (one that crashes every worker taking it).
+fleet for ever (one that crashes every worker taking it), which keeps the last ones set aside
+(``dead_since`` orders them). The scripts of the planner's lease and saved state are in
+:mod:`.planner_scripts`.
 """
 
 NOW = """
@@ -79,10 +81,11 @@ end
 """
 
 # KEYS: queue, plainq, req, leases, budget, served, counters, attempts, dead, owners,
-#       host_next, host_delay
+#       host_next, host_delay, dead_since
 # ARGV: want, lease_ms, rate (requests/s, 0: no limit), burst (requests), plain_share,
 #       max_attempts, token (the worker's; '' leaves fleet politeness out), default delay
-#       (ms), horizon (ms: how far ahead a slot's turn may be to lease its request now)
+#       (ms), horizon (ms: how far ahead a slot's turn may be to lease its request now),
+#       dead kept (requests ``dead`` holds at most: past it the oldest go, counted)
 # Returns {{member, payload, ...}, {dead request ids}, malformed entries removed}. A request
 # leased more than max_attempts times (its workers died or never reported it) moves to
 # ``dead`` instead; a stored entry that is not a request entry is removed. Each lane is
@@ -124,22 +127,35 @@ local max_attempts = tonumber(ARGV[6])
 local me = ARGV[7]
 local default_ms = tonumber(ARGV[8])
 local horizon = tonumber(ARGV[9])
+local dead_kept = tonumber(ARGV[10])
+-- Each slot's owner and turn are read once per lease round and written back at its end: a
+-- round leasing many requests of few hosts (or passing over a busy host's) reads each host
+-- once, not per request.
+local slots = {}
+local function slot_of(slot)
+  local s = slots[slot]
+  if not s then
+    local token, untl, count = owner_of(KEYS[10], slot)
+    local turn = finite(tonumber(redis.call('HGET', KEYS[11], slot))) or 0
+    s = {token = token, untl = untl, count = count, turn = turn}
+    slots[slot] = s
+  end
+  return s
+end
 local function slot_free(slot)
   if me == '' or slot == '' then return true end
-  local token, untl = owner_of(KEYS[10], slot)
-  if token and token ~= me and untl > now then return false end
-  local turn = finite(tonumber(redis.call('HGET', KEYS[11], slot))) or 0
-  return turn <= now + horizon
+  local s = slot_of(slot)
+  if s.token and s.token ~= me and s.untl > now then return false end
+  return s.turn <= now + horizon
 end
 local function take_slot(slot)
   if me == '' or slot == '' then return end
-  local token, untl, count = owner_of(KEYS[10], slot)
-  if token ~= me or untl <= now then count = 0 end  -- a new tenure
-  untl = math.max(untl, now + lease_ms)
-  redis.call('HSET', KEYS[10], slot, me .. '|' .. untl .. '|' .. (count + 1))
-  local turn = finite(tonumber(redis.call('HGET', KEYS[11], slot))) or 0
-  local gap = slot_delay_ms(KEYS[12], slot, default_ms)
-  redis.call('HSET', KEYS[11], slot, math.max(turn, now) + gap)
+  local s = slot_of(slot)
+  if s.token ~= me or s.untl <= now then s.count = 0 end  -- a new tenure
+  s.token, s.untl, s.count = me, math.max(s.untl, now + lease_ms), s.count + 1
+  s.gap = s.gap or slot_delay_ms(KEYS[12], slot, default_ms)
+  s.turn = math.max(s.turn, now) + s.gap
+  s.taken = true
 end
 local tokens = 0
 if rate > 0 then
@@ -156,35 +172,54 @@ local se = math.max(0, finite(tonumber(served[1])) or 0)
 local sp = math.max(0, finite(tonumber(served[2])) or 0)
 local out, dead = {}, {}
 local n = 0
-local echo_ids, plain_ids = {}, {}
-if want > 0 then
-  echo_ids = redis.call('ZRANGE', KEYS[1], 0, SCAN - 1)
-  plain_ids = redis.call('ZRANGE', KEYS[2], 0, SCAN - 1)
+-- A lane is read a page at a time, the first as large as the lease asks, each next one twice
+-- the last (up to SCAN entries in all): a lease of one reads one entry, not SCAN, unless it
+-- has to pass over requests whose slot is busy. Those stay queued, so the next page starts
+-- after the entries read minus those removed.
+local function scanned(key)
+  return {key = key, ids = {}, at = 1, read = 0, removed = 0, page = math.max(1, want)}
 end
-local ei, pi = 1, 1
+local echo, plain = scanned(KEYS[1]), scanned(KEYS[2])
+local function peek(l)
+  if l.at > #l.ids and not l.done then
+    local size = math.min(l.page, SCAN - l.read)
+    if size > 0 then
+      local start = l.read - l.removed
+      l.ids, l.at = redis.call('ZRANGE', l.key, start, start + size - 1), 1
+      l.read, l.page = l.read + #l.ids, size * 2
+    end
+    l.done = size <= 0 or #l.ids < size  -- the lane ran out, or SCAN entries were read
+  end
+  return l.ids[l.at]
+end
 while n < want do
-  local echo_left = ei <= #echo_ids
-  local plain_left = pi <= #plain_ids
-  local key, rid
+  local l
+  local plain_left, echo_left = peek(plain), peek(echo)
   if plain_left and (sp <= share * (se + sp) or not echo_left) then
-    key, rid, pi = KEYS[2], plain_ids[pi], pi + 1
+    l = plain
   elseif echo_left then
-    key, rid, ei = KEYS[1], echo_ids[ei], ei + 1
+    l = echo
   else
     break
   end
+  local key, rid = l.key, l.ids[l.at]
+  l.at = l.at + 1
   local stored = redis.call('HGET', KEYS[3], rid)
   local lane, payload, slot, _
   if stored then lane, _, payload, slot = entry(stored) end
   if not stored then
     redis.call('ZREM', key, rid)  -- queued without an entry: nothing to lease
+    l.removed = l.removed + 1
   elseif not lane then
     redis.call('ZREM', key, rid)
+    l.removed = l.removed + 1
     drop(rid)
   elseif slot_free(slot) then
     redis.call('ZREM', key, rid)
+    l.removed = l.removed + 1
     if bump(KEYS[8], rid, 1) > max_attempts then
       redis.call('HSET', KEYS[9], rid, stored)
+      redis.call('ZADD', KEYS[13], now, rid)
       redis.call('HDEL', KEYS[3], rid)
       redis.call('HDEL', KEYS[8], rid)
       table.insert(dead, rid)
@@ -199,11 +234,29 @@ while n < want do
     end
   end
 end
+for slot, s in pairs(slots) do
+  if s.taken then
+    redis.call('HSET', KEYS[10], slot, me .. '|' .. s.untl .. '|' .. s.count)
+    redis.call('HSET', KEYS[11], slot, s.turn)
+  end
+end
 if rate > 0 then
   redis.call('HSET', KEYS[5], 'tokens', tostring(tokens - n), 'ts', tostring(now))
 end
 redis.call('HSET', KEYS[6], 'e', se, 'p', sp)
-if #dead > 0 then bump(KEYS[7], 'dead', #dead) end
+if #dead > 0 then
+  bump(KEYS[7], 'dead', #dead)
+  -- Set aside for good only up to dead_kept: past it the oldest go (counted), so a crawl
+  -- that runs for months keeps a bounded ``dead``. (An id taken out of ``dead`` by hand may
+  -- stay in ``dead_since``: popping it removes nothing.)
+  local dropped = 0
+  while redis.call('HLEN', KEYS[9]) > dead_kept do
+    local oldest = redis.call('ZPOPMIN', KEYS[13])
+    if #oldest == 0 then break end
+    dropped = dropped + redis.call('HDEL', KEYS[9], oldest[1])
+  end
+  if dropped > 0 then bump(KEYS[7], 'dead_dropped', dropped) end
+end
 if malformed > 0 then bump(KEYS[7], 'malformed', malformed) end
 return {out, dead, malformed}
 """
@@ -303,110 +356,6 @@ end
 return lost
 """
 )
-
-# KEYS: solver, counters, solver_log; ARGV: token, lease_ms. Returns the new term, or 0.
-ACQUIRE = (
-    NOW
-    + """
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return 0
-end
-local term = redis.call('HINCRBY', KEYS[2], 'solver_term', 1)
-redis.call('RPUSH', KEYS[3], term .. ' ' .. ARGV[1] .. ' ' .. now)
-return term
-"""
-)
-
-# KEYS: solver, counters, solver_log; ARGV: token, lease_ms, term. The term the planner holds
-# (extended), or 0 if it lost the lease. The log of terms is only ever appended to: if it no
-# longer holds this planner's term, Redis lost its data since that term began (restarted
-# without persistence, or evicted keys). The planner then holds the only copy of the state,
-# and takes the lease back under a new term above every other, even from a worker that took
-# it meanwhile with nothing but the sources.
-RENEW_SOLVER = (
-    NOW
-    + """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return tonumber(ARGV[3])
-end
-local mine = ARGV[3] .. ' ' .. ARGV[1] .. ' '
-for _, line in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
-  if string.sub(line, 1, #mine) == mine then
-    return 0
-  end
-end
-local counter = tonumber(redis.call('HGET', KEYS[2], 'solver_term')) or 0
-local new = math.max(counter, tonumber(ARGV[3])) + 1
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('HSET', KEYS[2], 'solver_term', new)
-redis.call('RPUSH', KEYS[3], new .. ' ' .. ARGV[1] .. ' ' .. now .. ' regained')
-return new
-"""
-)
-
-# KEYS: solver; ARGV: token
-RELEASE_SOLVER = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
-
-# KEYS: solver, snapshot, events, state, staged; ARGV: token, last applied event id, size.
-# The state was uploaded to the staged key a block at a time (no one command carries it
-# whole); it replaces the saved one here, at once, if this planner still holds the lease.
-SAVE_SNAPSHOT = """
-local size = tonumber(ARGV[3])
-if redis.call('GET', KEYS[1]) ~= ARGV[1] or size == 0 or redis.call('STRLEN', KEYS[5]) ~= size then
-  redis.call('DEL', KEYS[5])
-  return 0
-end
-redis.call('RENAME', KEYS[5], KEYS[4])
-redis.call('PERSIST', KEYS[4])
-redis.call('HSET', KEYS[2], 'event', ARGV[2], 'size', ARGV[3])
-redis.call('XTRIM', KEYS[3], 'MINID', ARGV[2])
-return 1
-"""
-
-# KEYS: solver, snapshot, state, aside, aside's snapshot; ARGV: token. Moves an unreadable
-# saved state aside (kept, never saved over), if this worker holds the lease. Returns 1 if
-# moved.
-SET_ASIDE_STATE = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] or redis.call('EXISTS', KEYS[3]) == 0 then
-  return 0
-end
-redis.call('RENAME', KEYS[3], KEYS[4])
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('RENAME', KEYS[2], KEYS[5])
-end
-return 1
-"""
-
-# KEYS: solver, signals; ARGV: token, count. The lease holder takes (reads and deletes) up to
-# count entries of the signals stream users add to: [[id, [field, value, ...]], ...]; a worker
-# that no longer holds the lease takes none (they wait for the one that does).
-TAKE_SIGNALS = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return {}
-end
-local entries = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', ARGV[2])
-for _, entry in ipairs(entries) do
-  redis.call('XDEL', KEYS[2], entry[1])
-end
-return entries
-"""
-
-# KEYS: solver, sources; ARGV: token, count. The lease holder takes up to count of the sources
-# users pushed; a worker that no longer holds the lease takes none.
-TAKE_SOURCES = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return {}
-end
-local taken = redis.call('LRANGE', KEYS[2], 0, tonumber(ARGV[2]) - 1)
-redis.call('LTRIM', KEYS[2], #taken, -1)
-return taken
-"""
 
 # KEYS: crawl; ARGV: who (project and spider class). Creates the crawl's identity if absent.
 # Returns {who, created ms, 1 if created now else 0}.

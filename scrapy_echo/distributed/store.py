@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from scrapy_echo.distributed import scripts
+from scrapy_echo.distributed import planner_scripts, scripts
+from scrapy_echo.distributed.script_batch import ScriptBatch
 
 if TYPE_CHECKING:
     import redis
@@ -25,17 +26,23 @@ KEY_NAMES = (
     "budget",  # the global token bucket (hash)
     "served",  # requests served per lane, for ECHO_PLAIN_SHARE (hash)
     "counters",  # reclaimed, acked, rejected:<kind>, lease_seq, solver_term, dead,
-    # malformed (hash)
+    # dead_dropped, malformed (hash)
     "attempts",  # request id -> times leased since queued, until acked (hash)
-    "dead",  # request id -> its stored entry, leased too often: set aside, not lost (hash)
+    "dead",  # request id -> its stored entry, leased too often: set aside, not lost (hash;
+    # the last Kept.dead of them)
+    "dead_since",  # request id -> when (ms) it was set aside: the oldest go first (sorted set)
     "events",  # observations from every worker, applied by the planner (stream)
     "solver",  # the planner's lease: its token (string with expiry)
-    "solver_log",  # "<term> <token> <ms>" per planner lease taken (list)
-    "snapshot",  # the last event in the saved state, and its size (hash)
+    "solver_log",  # "<term> <token> <ms>" per planner lease taken (list; the last
+    # Kept.solver_log)
+    "snapshot",  # the last event, source and signal in the saved state, and its size (hash)
     "state",  # the planner's saved state (string, written and read a block at a time)
     "sources",  # URLs users push to add sources at run time (list)
-    "solves",  # "<term> <ms>" per re-solve, so anyone can check one solver at a time (list)
-    "signals",  # change signals users add, fields url and ts (stream; the planner takes them)
+    "sources_taken",  # those the planner took, until a saved state has them (stream, url)
+    "solves",  # "<term> <ms>" per re-solve, so anyone can check one solver at a time (list;
+    # the last Kept.solves)
+    "signals",  # change signals users add, fields url and ts (stream, until a saved state has
+    # them)
     "crawl",  # which crawl these keys hold: project, spider class, when created (hash)
     "owners",  # download slot -> "<token>|<until ms>|<leases held>": its worker (hash)
     "host_next",  # download slot -> when (ms) its next request may be leased (hash)
@@ -56,16 +63,47 @@ SNAPSHOT_BLOCK = 4 << 20  # bytes of saved state per command
 _STAGED_TTL_MS = 600_000
 
 
-def _stream_fields(entries: Any) -> list[dict[bytes, bytes]]:
-    """Each stream entry's fields (a script returns them as flat lists); an entry of any
-    other shape gives an empty dict, which the intake counts as a row missing its fields."""
-    rows: list[dict[bytes, bytes]] = []
-    for entry in entries or ():
-        flat = entry[1] if isinstance(entry, list) and len(entry) == 2 else None
+@dataclass(frozen=True)
+class Kept:
+    """How many entries the keys that only grow keep (the oldest go first): requests set aside
+    in ``dead`` (those dropped are counted, ``dead_dropped``), the re-solves logged in
+    ``solves`` and the planner terms in ``solver_log``. Each term's line must outlive its
+    planner's stalls: a planner whose line was dropped steps down rather than take the lease
+    back (:data:`.planner_scripts.RENEW_SOLVER`), so the log keeps many."""
+
+    dead: int = 10_000
+    solves: int = 10_000
+    solver_log: int = 10_000
+
+
+@dataclass(frozen=True)
+class PushedApplied:
+    """The last pushed source and signal the planner applied (their ids in the
+    ``sources_taken`` and ``signals`` streams; ``"0-0"``: none): where it reads on, and what
+    the save of its state removes from Redis."""
+
+    source: str = "0-0"
+    signal: str = "0-0"
+
+
+class Polled(NamedTuple):
+    """What the planner's round trip brought back (:meth:`RedisStore.poll`)."""
+
+    held: int  # the term it holds, a new one if it took the lease back, 0 if lost
+    events: list[tuple[str, bytes]]  # (id, event)
+    sources: list[tuple[str, bytes]]  # (id in sources_taken, URL) pushed by users
+    depth: int  # requests in ECHO's queue
+    signals: list[tuple[str, dict[bytes, bytes]]]  # (id, fields) added by users
+
+
+def _stream_entries(entries: Any) -> list[tuple[str, dict[bytes, bytes]]]:
+    """Each stream entry's id and fields (a script returns them as flat lists); fields of any
+    other shape give an empty dict, which the intake counts as a row missing its fields."""
+    rows: list[tuple[str, dict[bytes, bytes]]] = []
+    for entry_id, flat in entries or ():
         if not isinstance(flat, list) or len(flat) % 2:
-            rows.append({})
-            continue
-        rows.append(dict(zip(flat[::2], flat[1::2], strict=True)))
+            flat = []
+        rows.append((entry_id.decode(), dict(zip(flat[::2], flat[1::2], strict=True))))
     return rows
 
 
@@ -121,23 +159,24 @@ class Reply:
 
 
 class RedisStore:
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: redis.Redis, prefix: str, *, kept: Kept = Kept()) -> None:
         self.client = client
         self.prefix = prefix
+        self.kept = kept
         self.keys = {name: f"{prefix}:{name}" for name in KEY_NAMES}
         register = client.register_script
         self._lease = register(scripts.LEASE)
         self._push = register(scripts.PUSH)
         self._ack = register(scripts.ACK)
         self._renew = register(scripts.RENEW)
-        self._acquire = register(scripts.ACQUIRE)
-        self._renew_solver = register(scripts.RENEW_SOLVER)
-        self._release_solver = register(scripts.RELEASE_SOLVER)
-        self._save = register(scripts.SAVE_SNAPSHOT)
-        self._take_signals = register(scripts.TAKE_SIGNALS)
-        self._take_sources = register(scripts.TAKE_SOURCES)
         self._claim = register(scripts.CLAIM)
-        self._set_aside = register(scripts.SET_ASIDE_STATE)
+        self._acquire = register(planner_scripts.ACQUIRE)
+        self._renew_solver = register(planner_scripts.RENEW_SOLVER)
+        self._release_solver = register(planner_scripts.RELEASE_SOLVER)
+        self._save = register(planner_scripts.SAVE_SNAPSHOT)
+        self._take_signals = register(planner_scripts.TAKE_SIGNALS)
+        self._take_sources = register(planner_scripts.TAKE_SOURCES)
+        self._set_aside = register(planner_scripts.SET_ASIDE_STATE)
 
     def _k(self, *names: str) -> list[str]:
         return [self.keys[name] for name in names]
@@ -171,7 +210,8 @@ class RedisStore:
         the fleet (:mod:`.scripts`), and ``batch.delays`` updates the slots' delays."""
         token = fleet.token if fleet is not None else ""
         default_ms = fleet.default_delay_ms if fleet is not None else 0
-        pipe = self.client.pipeline(transaction=True)
+        batched = ScriptBatch(self.client)
+        pipe = batched.pipe
         pipe.time()
         for event in batch.events:
             pipe.xadd(self.keys["events"], {"d": event})
@@ -181,34 +221,35 @@ class RedisStore:
             parts.append("delays")
         if batch.acks:
             keys = self._k("leases", "req", "done", "counters", "attempts", "owners", "host_delay")
-            self._ack(keys, [done_ttl_ms, token, default_ms, *batch.acks], client=pipe)
+            batched.run(self._ack, keys, [done_ttl_ms, token, default_ms, *batch.acks])
             parts.append("acks")
         if batch.renew:
             keys = self._k("leases", "req", "owners")
-            self._renew(keys, [lease_ms, token, *batch.renew], client=pipe)
+            batched.run(self._renew, keys, [lease_ms, token, *batch.renew])
             parts.append("renew")
         if batch.plain:
-            self._push(self._k("queue", "plainq", "req", "done", "solver", "dead"),
-                       ["", *_flat(batch.plain, "p")], client=pipe)  # fmt: skip
+            batched.run(self._push, self._k("queue", "plainq", "req", "done", "solver", "dead"),
+                        ["", *_flat(batch.plain, "p")])  # fmt: skip
             parts.append("plain")
         for kind in batch.rejected:
             pipe.hincrby(self.keys["counters"], f"rejected:{kind}", 1)
             parts.append("rejected")
         if batch.want > 0:
-            self._lease(
+            batched.run(
+                self._lease,
                 self._k("queue", "plainq", "req", "leases", "budget", "served", "counters",
-                        "attempts", "dead", "owners", "host_next", "host_delay"),
+                        "attempts", "dead", "owners", "host_next", "host_delay", "dead_since"),
                 [batch.want, lease_ms, rate, burst, plain_share, max_attempts, token,
-                 default_ms, fleet.horizon_ms if fleet is not None else 0],
-                client=pipe,
+                 default_ms, fleet.horizon_ms if fleet is not None else 0, self.kept.dead],
             )  # fmt: skip
             parts.append("lease")
-        return _reply(batch, parts, pipe.execute(raise_on_error=False))
+        return _reply(batch, parts, batched.execute(raise_on_error=False))
 
     # -- the planner -----------------------------------------------------------------------
     def acquire_solver(self, token: str, lease_ms: int) -> int:
         """A new term number if this worker took the planner lease, else 0."""
-        return int(self._acquire(self._k("solver", "counters", "solver_log"), [token, lease_ms]))
+        keys = self._k("solver", "counters", "solver_log")
+        return int(self._acquire(keys, [token, lease_ms, self.kept.solver_log]))
 
     def release_solver(self, token: str) -> None:
         self._release_solver(self._k("solver"), [token])
@@ -221,26 +262,37 @@ class RedisStore:
         after: str,
         count: int,
         solves: list[str] = (),  # type: ignore[assignment]
-    ) -> tuple[int, list[tuple[str, bytes]], list[bytes], int, list[dict[bytes, bytes]]]:
-        """Renew the lease (the term held: ``term``, a new one if Redis lost its data and the
-        planner took the lease back, 0 if lost); events after ``after``; sources users
-        pushed; queue depth; the signals users added (taken at most once, as pushed sources
-        are, and only while this worker holds the lease). Logs ``solves`` (unfenced on
-        purpose: a planner that kept solving after losing its lease would show in the log)."""
-        pipe = self.client.pipeline(transaction=True)
+        *,
+        pushed: PushedApplied = PushedApplied(),
+    ) -> Polled:
+        """Renew the lease; read the events after ``after``, and the sources and signals users
+        pushed after ``pushed`` (only while this worker holds the lease: one that lost it
+        steps down without them). Nothing read is deleted: the save of a state that applied
+        it does that (:meth:`save_snapshot`), so a planner dying before its next save loses
+        none of it. Logs ``solves`` (unfenced on purpose: a planner that kept solving after
+        losing its lease would show in the log), keeping the last ``Kept.solves``."""
+        batched = ScriptBatch(self.client)
+        pipe = batched.pipe
         if solves:
             pipe.rpush(self.keys["solves"], *solves)
-        self._renew_solver(self._k("solver", "counters", "solver_log"), [token, lease_ms, term],
-                           client=pipe)  # fmt: skip
+            pipe.ltrim(self.keys["solves"], -self.kept.solves, -1)
+        batched.run(self._renew_solver, self._k("solver", "counters", "solver_log"),
+                    [token, lease_ms, term, self.kept.solver_log])  # fmt: skip
         pipe.xrange(self.keys["events"], f"({after}", "+", count=count)
-        # Taken after the renewal, and only if it left this worker the holder: what users
-        # pushed is never taken by a worker that lost the lease (and would drop it).
-        self._take_sources(self._k("solver", "sources"), [token, SOURCES_PER_ROUND], client=pipe)
+        # Read after the renewal, and only if it left this worker the holder.
+        batched.run(self._take_sources, self._k("solver", "sources", "sources_taken"),
+                    [token, pushed.source, SOURCES_PER_ROUND])  # fmt: skip
         pipe.zcard(self.keys["queue"])
-        self._take_signals(self._k("solver", "signals"), [token, SIGNALS_PER_ROUND], client=pipe)
-        *_, held, events, sources, depth, taken = pipe.execute()
-        decoded = [(eid.decode(), fields.get(b"d", b"")) for eid, fields in events]
-        return int(held), decoded, list(sources), int(depth), _stream_fields(taken)
+        batched.run(self._take_signals, self._k("solver", "signals"),
+                    [token, pushed.signal, SIGNALS_PER_ROUND])  # fmt: skip
+        *_, held, events, sources, depth, signals = batched.execute()
+        return Polled(
+            int(held),
+            [(eid.decode(), fields.get(b"d", b"")) for eid, fields in events],
+            [(sid.decode(), url) for sid, url in sources],
+            int(depth),
+            _stream_entries(signals),
+        )
 
     def reported_delays(self) -> dict[str, float]:
         """The download slots' delays as their workers last reported them."""
@@ -249,7 +301,7 @@ class RedisStore:
     def renew_solver(self, token: str, term: int, lease_ms: int) -> int:
         """Only renew the planner lease (as :meth:`poll` does): the term held, or 0."""
         keys = self._k("solver", "counters", "solver_log")
-        return int(self._renew_solver(keys, [token, lease_ms, term]))
+        return int(self._renew_solver(keys, [token, lease_ms, term, self.kept.solver_log]))
 
     def push(self, token: str, requests: list[Queued] | list[tuple[str, float, str]]) -> int:
         """Queue the planner's requests (fenced: -1 if it no longer holds the lease)."""
@@ -265,11 +317,14 @@ class RedisStore:
         added, dead = self._push(keys, [token, *_flat(requests, "e")])
         return int(added), [rid.decode() for rid in dead]
 
-    def save_snapshot(self, token: str, state: bytes, event_id: str) -> bool:
+    def save_snapshot(
+        self, token: str, state: bytes, event_id: str, pushed: PushedApplied = PushedApplied()
+    ) -> bool:
         """Save the planner's state (fenced: False if it no longer holds the lease), a block
         at a time: each command stays short whatever the state's size, well under the
         socket timeout and Redis's bulk limit (512 MB), and a save cut short changes
-        nothing."""
+        nothing. The state applied the events up to ``event_id`` and the pushed sources and
+        signals up to ``pushed``: the save removes those from Redis, at once with it."""
         staged = f"{self.keys['state']}:staged:{token}"
         self.client.delete(staged)
         view = memoryview(state)
@@ -280,8 +335,9 @@ class RedisStore:
             pipe.append(staged, view[at : at + SNAPSHOT_BLOCK].tobytes())
             pipe.pexpire(staged, _STAGED_TTL_MS)
             pipe.execute()
-        keys = [*self._k("solver", "snapshot", "events", "state"), staged]
-        return bool(self._save(keys, [token, event_id, len(state)]))
+        keys = [*self._k("solver", "snapshot", "events", "state"), staged,
+                *self._k("sources_taken", "signals")]  # fmt: skip
+        return bool(self._save(keys, [token, event_id, len(state), pushed.source, pushed.signal]))
 
     def set_aside_state(self, token: str, aside: str) -> bool:
         """Move the saved state to ``aside`` (its size and event in ``aside:snapshot``), if
