@@ -70,14 +70,24 @@ def fleet_settings(sites: list[LocalNewsSite], redis_url: str) -> dict[str, Any]
     }
 
 
-def shortest_gaps(times: list[float], delay: float) -> list[tuple[int, float]]:
+# A server stamps a request when its handler thread runs. Here three crawling processes and
+# six servers share two cores with the test: one stamp came 0.21 s late in a clean CI run (a
+# pair 0.294 s apart on a 0.5 s host, every longer run of requests on time), beyond the
+# one-process test's allowance. Two workers firing together show as pairs 0.1 s apart or
+# less (7 and 76 ms were measured without fleet politeness), well inside this.
+FLEET_JITTER = 0.25
+
+
+def shortest_gaps(
+    times: list[float], delay: float, jitter: float = JITTER
+) -> list[tuple[int, float]]:
     """For each k, the shortest span of k + 1 requests in a row, where the delay calls for
     at least k delays less one stamp's jitter (see test_politeness): only the spans short of
     that."""
     short = []
     for k in range(1, min(len(times), 6)):
         shortest = min(b - a for a, b in zip(times, times[k:], strict=False))
-        if shortest < k * delay - JITTER:
+        if shortest < k * delay - jitter:
             short.append((k, round(shortest, 3)))
     return short
 
@@ -103,7 +113,7 @@ def test_three_workers_keep_each_hosts_delay_and_use_what_the_hosts_allow(
     for site in sites:
         times = sorted(t for t, _ in site.hit_log)
         assert len(times) >= 5, (site.host, len(times))
-        assert shortest_gaps(times, DELAYS[site.host]) == [], site.host
+        assert shortest_gaps(times, DELAYS[site.host], FLEET_JITTER) == [], site.host
 
     # The fleet used at least 0.8 of what the hosts allow, from its first request to the
     # last (each host at its own delay).
