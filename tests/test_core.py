@@ -260,3 +260,15 @@ def test_a_listed_source_keeps_its_shallowest_level_and_a_snapshot_keeps_it() ->
     c.add_sources([deep])
     c.apply(SourceAdded(index))
     assert [status.depth for status in c.state.sources] == [0, 0, 0]
+
+
+def test_a_core_reset_to_another_state_plans_by_that_states_hosts() -> None:
+    first, second = core(), core()
+    for url in ("http://a.test/", "http://b.test/"):
+        first.add_sources([url])
+    second.add_sources(["http://b.test/"])
+    capacity = {"a.test": 1.0, "b.test": 2.0}.__getitem__
+    first.limits(capacity)  # (its hosts learned, in its sources' order)
+    first.reset(second.state)
+    limits = first.limits(capacity)
+    assert limits.capacity[limits.host[0]] == 2.0  # source 0 is b.test's hub now

@@ -3,6 +3,7 @@ is refused without running anything."""
 
 from __future__ import annotations
 
+import base64
 import gc
 import json
 import pickle
@@ -162,23 +163,46 @@ def test_codec_refuses_what_it_did_not_write(data: bytes) -> None:
         codec.loads(data)
 
 
-def test_long_array_parts_are_read_outside_the_json_parser_and_stand_ins_are_checked() -> None:
+def test_a_large_state_is_read_a_frame_at_a_time_and_each_frame_is_checked() -> None:
     big = np.arange(codec.PART_BYTES // 8 * 2 + 5, dtype=np.uint64) * 7919
-    single = np.arange(20_000, dtype=np.float64)  # 160 kB: one long "data" string
-    value = {"seen": big, "one": single, "name": "\x00 not a stand-in", "n": 1}
+    rows = [[i, f"http://a.test/{i}"] for i in range(codec.LIST_ITEMS * 2 + 1)]
+    value = {"seen": big, "rows": rows, "pairs": {i: i for i in range(codec.LIST_ITEMS + 1)}}
     data = codec.dumps(value)
-    assert len(codec._LIFT.findall(data)) == 3  # two whole parts, the single string
+    lines = data.split(b"\n")
+    # the format's line, the skeleton, 3 frames of the array, 3 of rows, 2 of the dict's pairs
+    assert len(lines) == 2 + 3 + 3 + 2
+    assert max(len(line) for line in lines[2:]) < codec.PART_BYTES * 4 // 3 + 16
+    assert len(lines[1]) < 1000  # the state's own line: the long parts are all in frames
     back = codec.loads(data)
     np.testing.assert_array_equal(back["seen"], big)
-    np.testing.assert_array_equal(back["one"], single)
-    assert back["name"] == "\x00 not a stand-in"  # (a string elsewhere is left as it is)
-    # A stored stand-in that names no lifted string is refused, not read as data.
-    for stand_in in ("\x007", "\x00x"):
-        forged = json.dumps(
-            {"$": "nd", "dtype": "float64", "shape": [1], "parts": [stand_in]}
-        ).encode()
+    assert back["seen"].dtype == np.uint64 and back["seen"].flags.writeable
+    assert back["rows"] == rows and back["pairs"] == value["pairs"]
+
+    head = codec.MAGIC
+    skeleton = json.loads(lines[1])
+    frame = b"[1,2]"
+    for forged_skeleton, frames in [
+        ({"$": "list", "frames": [0, 0]}, [frame]),  # one frame named twice
+        ({"$": "list", "frames": [3]}, [frame]),  # a frame that is not there
+        ({"$": "list", "frames": [True]}, [frame]),
+        ({"$": "list", "frames": [0]}, [b'{"a":1}']),  # a frame that is not a list
+        ({"$": "nd", "dtype": "uint64", "shape": [4], "frames": [0]}, [b"AAAA"]),  # too short
+        ({"$": "nd", "dtype": "uint64", "shape": [10**15], "frames": [0]}, [b"AAAA"]),
+        ({"$": "nd", "dtype": "uint64", "shape": [1], "frames": [0]}, [b"AA\x00AAAAAAAA"]),
+    ]:
+        forged = head + json.dumps(forged_skeleton).encode() + b"".join(b"\n" + f for f in frames)
         with pytest.raises(codec.CodecError):
             codec.loads(forged)
+    assert skeleton["$"] == "dict"
+
+
+def test_plain_json_states_of_the_build_before_frames_are_read() -> None:
+    big = np.arange(1000, dtype=np.float64)
+    encoded = base64.b64encode(big.tobytes()).decode()
+    half = len(encoded) // 2 // 4 * 4
+    old = {"$": "dict", "v": [["a", {"$": "nd", "dtype": "float64", "shape": [1000],
+                                     "parts": [encoded[:half], encoded[half:]]}]]}  # fmt: skip
+    np.testing.assert_array_equal(codec.loads(json.dumps(old).encode())["a"], big)
 
 
 def test_planner_state_round_trips_through_a_snapshot() -> None:
@@ -226,20 +250,17 @@ def test_planner_state_round_trips_through_a_snapshot() -> None:
     ]
 
 
-def test_large_arrays_are_stored_in_parts_and_streamed_as_the_same_json() -> None:
+def test_large_arrays_are_stored_in_frames_and_streamed_as_the_same_bytes() -> None:
     big = np.arange(codec.PART_BYTES // 8 * 2 + 5, dtype=np.uint64) * 7919
     value = {"seen": big, "small": np.arange(3.0), "n": 1}
-    tagged = codec._encode(value)
-    stored = dict(tagged["v"])["seen"]
-    assert "data" not in stored and len(stored["parts"]) == 3
     streamed = "".join(codec.dump_chunks(value)).encode()
     assert streamed == codec.dumps(value)
     back = codec.loads(streamed)
     np.testing.assert_array_equal(back["seen"], big)
-    assert back["seen"].dtype == np.uint64
-    stored["parts"][1] = stored["parts"][1][:-4]  # a part cut short: not an array
-    with pytest.raises(codec.CodecError):
-        codec.loads(json.dumps(tagged).encode())
+    np.testing.assert_array_equal(back["small"], np.arange(3.0))
+    cut = streamed.rsplit(b"\n", 1)[0] + b"\n" + streamed.rsplit(b"\n", 1)[1][:-4]
+    with pytest.raises(codec.CodecError):  # the last frame cut short: not the array
+        codec.loads(cut)
 
 
 def test_snapshot_is_what_the_state_was_when_captured() -> None:

@@ -103,6 +103,17 @@ def test_a_large_state_is_saved_a_block_at_a_time_and_only_by_the_lease_holder(s
     assert store.client.keys(f"{store.keys['state']}:staged:*") == []
 
 
+def test_a_state_in_blocks_of_any_size_is_saved_as_their_bytes_and_read_back_whole(store):
+    blocks = [b"a" * 10, b"b" * (SNAPSHOT_BLOCK + 7), b"", b"c" * (SNAPSHOT_BLOCK - 3)]
+    assert store.acquire_solver("A", 5000) == 1
+    assert store.save_snapshot("A", blocks, "5-0")
+    assert store.load_snapshot() == (b"".join(blocks), "5-0")
+    cut = SNAPSHOT_BLOCK + 5
+    store.client.setrange(store.keys["state"], 0, b"x")  # (still the size it says)
+    store.client.set(store.keys["state"], store.client.getrange(store.keys["state"], 0, cut))
+    assert store.load_snapshot() == (b"", "5-0")  # cut: nothing half read
+
+
 def test_a_planner_takes_its_lease_back_when_redis_lost_its_data(store):
     assert store.acquire_solver("A", 5000) == 1
     assert store.acquire_solver("B", 5000) == 0

@@ -221,6 +221,22 @@ def test_the_saved_data_round_trips_through_json() -> None:
     assert np.array_equal(q.rates(now), p.rates(now), equal_nan=True)
 
 
+def test_a_capture_is_the_windows_when_taken_and_the_next_one_has_what_changed() -> None:
+    p = YieldPredictor()
+    for source in range(3):
+        p.observe(source, 0.0, 0)
+        p.observe(source, 3600.0, source)
+    first = p.captured()
+    p.observe(1, 7200.0, 9)  # one window grows; another loses its first crawl to age
+    late = WINDOW + 7200.0
+    p.observe(0, late, 4)
+    second = p.captured()
+    assert first()["crawls"] == [[[3600.0, 0]], [[3600.0, 1]], [[3600.0, 2]]]
+    assert second()["crawls"] == [[[late, 4]], [[3600.0, 1], [7200.0, 9]], [[3600.0, 2]]]
+    back = YieldPredictor.from_data(json.loads(json.dumps(second())))
+    assert back.captured()()["crawls"] == second()["crawls"]
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [

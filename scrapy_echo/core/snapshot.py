@@ -113,9 +113,10 @@ class Captured:
             snapshot[name] = build()
         return codec.dump_chunks(snapshot)
 
-    def to_bytes(self) -> bytes:
-        """The snapshot's JSON, encoded in blocks of a MiB: no one call over the whole text
-        holds the interpreter long (see :func:`collector_paused`), but the last join."""
+    def to_blocks(self) -> list[bytes]:
+        """The snapshot's bytes in blocks of about a MiB: no one call holds the interpreter
+        long (see :func:`collector_paused`); joined, 300 MiB would hold it a third of a second
+        (the memory copy and its page faults)."""
         blocks: list[bytes] = []
         pending: list[str] = []
         size = 0
@@ -128,7 +129,12 @@ class Captured:
                     pending.clear()
                     size = 0
             blocks.append("".join(pending).encode())
-            return b"".join(blocks)
+        return blocks
+
+    def to_bytes(self) -> bytes:
+        """The snapshot's bytes (joined: for what is small, or not on a thread beside a
+        reactor)."""
+        return b"".join(self.to_blocks())
 
 
 def capture(

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy_echo.core import snapshot as snapshots
 from scrapy_echo.core.codec import CodecError
+from scrapy_echo.core.collector import collector_paused
 from scrapy_echo.core.events import (
     Event,
     InvalidEvent,
@@ -34,6 +35,7 @@ from scrapy_echo.core.events import (
     SourceNotModified,
     from_json,
 )
+from scrapy_echo.core.hosts import SourceHosts
 from scrapy_echo.core.view import CrawlView
 from scrapy_echo.crawler.settings import read_sources
 from scrapy_echo.distributed.clock import MAX_AHEAD
@@ -75,6 +77,7 @@ class Loaded:
     state: CrawlView | None = None  # None: none saved, or unreadable (then ``error``)
     # A fresh policy, with what the saved one kept (a BFS cycle, the exploration bandit).
     policy: Policy | None = None
+    hosts: SourceHosts | None = None  # the state's sources' hosts, looked up
     last_event: str = "0-0"
     feeds: Any = None
     dedup: EventDedup = field(default_factory=EventDedup)
@@ -175,10 +178,13 @@ class Planner:
             return out
         data, event = loaded
         try:
-            saved = snapshots.read(data)
-            decode = self.scheduler.decode
-            policy = make_policy(self.config.policy)
-            out.state, _, out.refused = snapshots.restore(self.config, saved, decode, policy)
+            with collector_paused(keep=True):  # millions of objects made, none to collect
+                saved = snapshots.read(data)
+                decode = self.scheduler.decode
+                policy = make_policy(self.config.policy)
+                out.state, _, out.refused = snapshots.restore(self.config, saved, decode, policy)
+                out.hosts = SourceHosts()
+                out.hosts.sites(out.state.sources)  # (hosts and sites: the plan needs both)
             out.policy = policy
         except snapshots.NewerVersion as exc:
             out.newer = str(exc)
@@ -227,7 +233,9 @@ class Planner:
         self.runtime.restore_feeds(feeds if loaded.state is not None else {})
         # A fresh policy: it must hold no caches of another state.
         policy = loaded.policy if loaded.state is not None else None
-        self.runtime.core.reset(loaded.state, policy or make_policy(self.config.policy))
+        self.runtime.core.reset(
+            loaded.state, policy or make_policy(self.config.policy), loaded.hosts
+        )
         fresh = self.runtime.state
         spider = self.scheduler.spider
         self.runtime.core.add_sources(

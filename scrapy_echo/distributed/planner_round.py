@@ -145,7 +145,7 @@ class PlannerRound:
         host, started = self.host, time.monotonic()
         self._saving = True
 
-        def upload(data: bytes) -> Deferred[bool]:
+        def upload(data: list[bytes]) -> Deferred[bool]:
             if captured.skipped:
                 host.count_rejected("unencodable", captured.skipped)
             return host.io.run(host.store.save_snapshot, host.token, data, event_id, pushed)
@@ -162,7 +162,7 @@ class PlannerRound:
         def over(_: object) -> None:
             self._saving = False
 
-        encoded: Deferred[bytes] = deferToThread(captured.to_bytes)
+        encoded: Deferred[list[bytes]] = deferToThread(captured.to_blocks)
         encoded.addCallback(upload).addCallbacks(saved, failed).addBoth(over)
 
     def _load_failed(self, failure: Any) -> None:

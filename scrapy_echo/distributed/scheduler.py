@@ -217,7 +217,7 @@ class DistributedScheduler(EchoComponent):
         self.store.exchange(self.outbox, **self._exchange_options())
         if snapshot is not None:
             captured, event_id, pushed = snapshot
-            self.store.save_snapshot(self.token, captured.to_bytes(), event_id, pushed)
+            self.store.save_snapshot(self.token, captured.to_blocks(), event_id, pushed)
         if self.planner.active:
             self.store.release_solver(self.token)
 

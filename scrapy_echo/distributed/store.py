@@ -8,6 +8,7 @@ the reactor. Keys are ``{<ECHO_REDIS_KEY_PREFIX>:<spider>}:<name>`` (:func:`key_
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -318,26 +319,32 @@ class RedisStore:
         return int(added), [rid.decode() for rid in dead]
 
     def save_snapshot(
-        self, token: str, state: bytes, event_id: str, pushed: PushedApplied = PushedApplied()
+        self,
+        token: str,
+        state: bytes | list[bytes],
+        event_id: str,
+        pushed: PushedApplied = PushedApplied(),
     ) -> bool:
         """Save the planner's state (fenced: False if it no longer holds the lease), a block
         at a time: each command stays short whatever the state's size, well under the
         socket timeout and Redis's bulk limit (512 MB), and a save cut short changes
-        nothing. The state applied the events up to ``event_id`` and the pushed sources and
+        nothing. ``state`` may come in blocks (:meth:`Captured.to_blocks`), never joined
+        here. The state applied the events up to ``event_id`` and the pushed sources and
         signals up to ``pushed``: the save removes those from Redis, at once with it."""
         staged = f"{self.keys['state']}:staged:{token}"
         self.client.delete(staged)
-        view = memoryview(state)
-        for at in range(0, len(view), SNAPSHOT_BLOCK):
+        size = 0
+        for block in _blocks(state if isinstance(state, list) else [state]):
             # Each block renews the staged copy's expiry: a planner that dies mid-upload
             # leaves nothing behind for longer than that.
             pipe = self.client.pipeline(transaction=False)
-            pipe.append(staged, view[at : at + SNAPSHOT_BLOCK].tobytes())
+            pipe.append(staged, block)
             pipe.pexpire(staged, _STAGED_TTL_MS)
             pipe.execute()
+            size += len(block)
         keys = [*self._k("solver", "snapshot", "events", "state"), staged,
                 *self._k("sources_taken", "signals")]  # fmt: skip
-        return bool(self._save(keys, [token, event_id, len(state), pushed.source, pushed.signal]))
+        return bool(self._save(keys, [token, event_id, size, pushed.source, pushed.signal]))
 
     def set_aside_state(self, token: str, aside: str) -> bool:
         """Move the saved state to ``aside`` (its size and event in ``aside:snapshot``), if
@@ -345,19 +352,25 @@ class RedisStore:
         keys = [*self._k("solver", "snapshot", "state"), aside, f"{aside}:snapshot"]
         return bool(self._set_aside(keys, [token]))
 
-    def load_snapshot(self) -> tuple[bytes, str] | None:
+    def load_snapshot(self) -> tuple[bytes | bytearray, str] | None:
         """The saved state and the last event in it, read a block at a time."""
         event, size = self.client.hmget(self.keys["snapshot"], ["event", "size"])
         event_id = event.decode() if isinstance(event, bytes) else "0-0"
         if not isinstance(size, bytes):
             return None
-        blocks: list[bytes] = []
-        for at in range(0, int(size), SNAPSHOT_BLOCK):
+        # Each block copied into place as it comes: one join of 300 MiB would hold the
+        # interpreter (and stall the reactor) a third of a second.
+        state = bytearray(int(size))
+        at = 0
+        while at < len(state):
             block = self.client.getrange(self.keys["state"], at, at + SNAPSHOT_BLOCK - 1)
-            blocks.append(block if isinstance(block, bytes) else block.encode())
-        state = b"".join(blocks)
-        if len(state) != int(size):  # missing or cut (evicted, damaged): unreadable, counted
-            return state[:0], event_id
+            block = block if isinstance(block, bytes) else block.encode()
+            if not block or at + len(block) > len(state):
+                break
+            state[at : at + len(block)] = block
+            at += len(block)
+        if at != len(state):  # missing or cut (evicted, damaged): unreadable, counted
+            return b"", event_id
         return state, event_id
 
     # -- inspection (tests, reports) -------------------------------------------------------
@@ -377,6 +390,22 @@ def _delays(stored: dict[bytes, bytes]) -> dict[str, float]:
         if math.isfinite(delay) and delay >= 0:
             delays[key.decode(errors="replace")] = delay
     return delays
+
+
+def _blocks(parts: list[bytes]) -> Iterator[bytes]:
+    """``parts`` regrouped into blocks of at most :data:`SNAPSHOT_BLOCK` bytes."""
+    pending: list[bytes] = []
+    size = 0
+    for part in parts:
+        for at in range(0, len(part), SNAPSHOT_BLOCK):
+            piece = part[at : at + SNAPSHOT_BLOCK]
+            if size + len(piece) > SNAPSHOT_BLOCK:
+                yield b"".join(pending)
+                pending, size = [], 0
+            pending.append(piece)
+            size += len(piece)
+    if pending:
+        yield b"".join(pending)
 
 
 def _flat(requests: Any, lane: str) -> list[Any]:
