@@ -132,7 +132,7 @@ async def take_over(
         await sleep(0.3)
         beat.reset()
         started = time.perf_counter()
-        loaded = await worker.io.run(store.load_snapshot)
+        loaded = await worker.io.run(store.load_blocks)
         rebuilt = await deferToThread(planner.load, loaded, planner.begin_loading())
         assert rebuilt.state is not None, rebuilt.error
         loading = time.perf_counter() - started

@@ -178,6 +178,13 @@ def test_a_large_state_is_read_a_frame_at_a_time_and_each_frame_is_checked() -> 
     assert back["seen"].dtype == np.uint64 and back["seen"].flags.writeable
     assert back["rows"] == rows and back["pairs"] == value["pairs"]
 
+    for size in (1, 7, 4096):  # read in blocks cut anywhere: the same value, never joined
+        blocks = [data[at : at + size * 997] for at in range(0, len(data), size * 997)]
+        again = codec.loads(blocks)
+        np.testing.assert_array_equal(again["seen"], big)
+        assert again["rows"] == rows and again["pairs"] == value["pairs"]
+    assert codec.loads([b"", b"[1,", b"2]"]) == [1, 2]  # (plain JSON in blocks too)
+
     head = codec.MAGIC
     skeleton = json.loads(lines[1])
     frame = b"[1,2]"

@@ -46,7 +46,7 @@ def load(opts: argparse.Namespace, settings: BaseSettings) -> dict[str, Any]:
         loaded = store.load_snapshot()
         if loaded is None:
             raise UsageError(f"no ECHO state in Redis under {store.prefix}")
-        where, data = f"Redis under {store.prefix}", bytes(loaded[0])
+        where, data = f"Redis under {store.prefix}", loaded[0]
     try:
         return snapshot.read(data)
     except CodecError as exc:

@@ -21,7 +21,7 @@ import binascii
 import json
 import math
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,18 +65,39 @@ def dump_chunks(value: Any) -> Iterator[str]:
             yield from encoder.iterencode(frame)
 
 
-def loads(data: bytes) -> Any:
-    if not data.startswith(MAGIC):
-        return _decode(_json(data), _Frames(b"", []))
-    bounds, at = [], len(MAGIC)
-    while at <= len(data):
-        end = data.find(b"\n", at)
-        end = len(data) if end < 0 else end
-        bounds.append((at, end))
-        at = end + 1
-    frames = _Frames(data, bounds[1:])
-    start, end = bounds[0]
-    return _decode(_json(data[start:end]), frames)
+def loads(data: bytes | bytearray | list[bytes]) -> Any:
+    """What :func:`dumps` encoded; ``data`` may come in blocks (as read from Redis), which
+    are never joined whole."""
+    blocks = [data] if isinstance(data, bytes | bytearray) else data
+    if not _framed_format(blocks):
+        return _decode(_json(b"".join(blocks)), _Frames([]))
+    lines = _lines(blocks)  # the format's line, the state's, then its frames
+    return _decode(_json(lines[1] if len(lines) > 1 else b""), _Frames(lines[2:]))
+
+
+def _framed_format(blocks: Sequence[bytes | bytearray]) -> bool:
+    head = b""
+    for block in blocks:
+        head += block[: len(MAGIC) - len(head)]
+        if len(head) == len(MAGIC):
+            break
+    return head == MAGIC
+
+
+def _lines(blocks: Sequence[bytes | bytearray]) -> list[bytes]:
+    """The lines of ``blocks``, each joined from its pieces: no call longer than a line."""
+    lines: list[bytes] = []
+    pieces: list[bytes | bytearray] = []
+    for block in blocks:
+        at = 0
+        while (end := block.find(b"\n", at)) >= 0:
+            pieces.append(block[at:end])
+            lines.append(b"".join(pieces))
+            pieces.clear()
+            at = end + 1
+        pieces.append(block[at:])
+    lines.append(b"".join(pieces))
+    return lines
 
 
 def _json(data: bytes) -> Any:
@@ -90,19 +111,18 @@ class _Frames:
     """The frames of a state being read, each one taken once: a state that names a frame
     twice (to make a small input decode to a large value) is refused."""
 
-    def __init__(self, data: bytes, bounds: list[tuple[int, int]]) -> None:
-        self._data = data
-        self._bounds = bounds
-        self._taken = [False] * len(bounds)
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+        self._taken = [False] * len(lines)
 
     def take(self, index: Any) -> bytes:
         if isinstance(index, bool) or not isinstance(index, int):
             raise CodecError(f"bad frame number {index!r:.20}")
-        if not 0 <= index < len(self._bounds) or self._taken[index]:
+        if not 0 <= index < len(self._lines) or self._taken[index]:
             raise CodecError(f"frame {index} missing or named twice")
         self._taken[index] = True
-        start, end = self._bounds[index]
-        return self._data[start:end]
+        line, self._lines[index] = self._lines[index], b""  # (read once: let it go)
+        return line
 
     def indices(self, raw: dict[str, Any]) -> list[Any]:
         numbers = raw.get("frames")

@@ -237,7 +237,7 @@ class NewerVersion(codec.CodecError):
     """A snapshot a newer build wrote (a rolling upgrade): readable there, not here."""
 
 
-def read(data: bytes) -> dict[str, Any]:
+def read(data: bytes | list[bytes]) -> dict[str, Any]:
     """The snapshot in ``data``, its sources as :class:`SourceStatus` and its learner as a
     :class:`SourceLearner`; :class:`codec.CodecError` if ``data`` is not a snapshot of this
     version (naming the version it is)."""

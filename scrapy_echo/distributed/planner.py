@@ -171,7 +171,7 @@ class Planner:
         self.loading = True
         return self._loading
 
-    def load(self, loaded: tuple[bytes, str] | None, ticket: int) -> Loaded:
+    def load(self, loaded: tuple[bytes | list[bytes], str] | None, ticket: int) -> Loaded:
         """On any thread: the saved state ``loaded`` rebuilt apart from the runtime."""
         out = Loaded(ticket)
         if loaded is None:

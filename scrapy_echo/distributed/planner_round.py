@@ -64,7 +64,7 @@ class PlannerRound:
         planner = self.host.planner
         if not planner.active and planner.try_acquire(now):
             try:
-                return "took_over", self.host.store.load_snapshot()
+                return "took_over", self.host.store.load_blocks()
             except redis.RedisError:
                 planner.term = 0  # not planning without the state; the lease runs out
                 raise

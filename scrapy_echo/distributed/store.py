@@ -352,26 +352,30 @@ class RedisStore:
         keys = [*self._k("solver", "snapshot", "state"), aside, f"{aside}:snapshot"]
         return bool(self._set_aside(keys, [token]))
 
-    def load_snapshot(self) -> tuple[bytes | bytearray, str] | None:
-        """The saved state and the last event in it, read a block at a time."""
+    def load_snapshot(self) -> tuple[bytes, str] | None:
+        """The saved state and the last event in it (joined: see :meth:`load_blocks`)."""
+        loaded = self.load_blocks()
+        return None if loaded is None else (b"".join(loaded[0]), loaded[1])
+
+    def load_blocks(self) -> tuple[list[bytes], str] | None:
+        """The saved state in the blocks it was read in, and the last event in it. (Never
+        joined here: one join, or one buffer of 300 MiB, would hold the interpreter, and
+        stall the reactor, for a third of a second.) No blocks if the state is missing or
+        cut (evicted, damaged): unreadable, counted by the caller."""
         event, size = self.client.hmget(self.keys["snapshot"], ["event", "size"])
         event_id = event.decode() if isinstance(event, bytes) else "0-0"
         if not isinstance(size, bytes):
             return None
-        # Each block copied into place as it comes: one join of 300 MiB would hold the
-        # interpreter (and stall the reactor) a third of a second.
-        state = bytearray(int(size))
+        blocks: list[bytes] = []
         at = 0
-        while at < len(state):
+        while at < int(size):
             block = self.client.getrange(self.keys["state"], at, at + SNAPSHOT_BLOCK - 1)
             block = block if isinstance(block, bytes) else block.encode()
-            if not block or at + len(block) > len(state):
+            if not block:
                 break
-            state[at : at + len(block)] = block
+            blocks.append(block)
             at += len(block)
-        if at != len(state):  # missing or cut (evicted, damaged): unreadable, counted
-            return b"", event_id
-        return state, event_id
+        return (blocks if at == int(size) else []), event_id
 
     # -- inspection (tests, reports) -------------------------------------------------------
     def counters(self) -> dict[str, int]:
