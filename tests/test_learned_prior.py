@@ -110,3 +110,24 @@ def test_a_slow_source_is_not_pulled_up_to_the_pooled_rate() -> None:
     learned, _, _ = apply_cold_start(*args, learned_priors=True)
     assert error(learned) < 0.5 * error(pooled)
     assert np.median(learned[1::2] / true[1::2]) == pytest.approx(1.0, abs=0.1)
+
+
+def test_a_prior_fitted_to_a_sample_of_many_sources_is_the_prior_of_all(monkeypatch) -> None:
+    from scrapy_echo.model.estimation import learned_prior
+
+    sources = 3 * learned_prior.FIT_SOURCES + 7  # (fitted to every fourth)
+    true, pages, profit = two_kinds(seed=5, sources=sources)
+    sampled = learned_prior.posterior_moments(pages, profit)
+    monkeypatch.setattr(learned_prior, "FIT_SOURCES", sources)  # every source in the fit
+    whole = learned_prior.posterior_moments(pages, profit)
+    assert sampled is not None and whole is not None
+    (mean, spread), (whole_mean, whole_spread) = sampled, whole
+    assert mean.shape == spread.shape == (sources,)
+    off = np.abs(mean - whole_mean) / whole_mean
+    # Each source's posterior mean within 10% of the whole fit's, nearly all within 3%; the
+    # spreads (the optimism added to P) within 5% for the typical source.
+    assert float(off.max()) < 0.10 and float(np.quantile(off, 0.99)) < 0.03
+    spread_off = np.abs(spread - whole_spread) / np.maximum(whole_spread, 1e-9)
+    assert float(np.median(spread_off)) < 0.05
+    low = true == 0.15
+    assert abs(float(np.median(sampled[0][low])) - 0.15) < 0.05  # still finds the low kind

@@ -417,6 +417,22 @@ class CrawlCore:
         oldest, newest = crawls.window_bounds()
         return rate_factor(profile, oldest, newest)
 
+    def refit_work(self, now: float) -> Callable[[], Callable[[], None]] | None:
+        """The slow part of a re-solve at ``now`` that may be done apart first: the click
+        fit, when one is due (``None`` when not). The function returned runs on any thread and
+        returns the one that installs its result, to call on the core's own; the re-solve
+        after that finds the fit done (seconds at 100 k sources: docs/monitor.rst)."""
+        learner = self.state.learner
+        if not learner.click_refit_due(now):
+            return None
+        fit = learner.click_refit(now)
+
+        def work() -> Callable[[], None]:
+            refit = fit()
+            return lambda: learner.install_click_refit(refit)
+
+        return work
+
     def replan(
         self, now: float, budget: float, capacity: Callable[[str], float] | None = None
     ) -> Plan:

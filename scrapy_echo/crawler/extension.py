@@ -31,6 +31,7 @@ from scrapy_echo.inputs.signalfeed import SignalFeedReader
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from twisted.python.failure import Failure
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class EchoExtension(EchoComponent):
         # The next batch of a feed's backlog, by feed (IDelayedCall: zope interfaces do not
         # type-check as classes).
         self._reading_on: dict[str, Any] = {}
+        self._resolving = False  # a click fit of the re-solve is on a thread
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -124,16 +126,49 @@ class EchoExtension(EchoComponent):
     def resolve(self) -> None:
         if not self.runtime.holds_state:
             return  # distributed mode: the planner re-solves, the others read its schedule
+        if self._resolving:
+            return  # the last round's click fit is still on its thread
         try:
             self.read_click_feeds()
+            refit = self.runtime.core.refit_work(self.runtime.clock())
+        except Exception:
+            self._resolve_failed()
+            return
+        if refit is None:
+            self._replan()
+            return
+        # The click fit takes seconds at 100 k sources: on the reactor's thread pool, then
+        # the re-solve here (docs/monitor.rst).
+        from twisted.internet.threads import deferToThread  # (no reactor at import time)
+
+        def fitted(install: Callable[[], None]) -> None:
+            self._resolving = False
+            install()
+            if self.runtime.holds_state:  # (not if the planner stepped down meanwhile)
+                self._replan()
+
+        def failed(failure: Failure) -> None:
+            self._resolving = False
+            logger.error("ECHO click fit failed (%s); keeping the previous schedule",
+                         failure.getTraceback())  # fmt: skip
+            self.inc_stat("echo/solver/errors")
+
+        self._resolving = True
+        deferToThread(refit).addCallbacks(fitted, failed)
+
+    def _replan(self) -> None:
+        try:
             self.runtime.replan()
         except Exception:
-            # A failed round must not stop the loop: the old plan stays in force.
-            logger.exception("ECHO re-solve failed; keeping the previous schedule")
-            self.inc_stat("echo/solver/errors")
+            self._resolve_failed()
             return
         self._set_stats()
         self._read_on_soon("click", self.runtime.feeds, self._read_clicks_on)
+
+    def _resolve_failed(self) -> None:
+        # A failed round must not stop the loop: the old plan stays in force.
+        logger.exception("ECHO re-solve failed; keeping the previous schedule")
+        self.inc_stat("echo/solver/errors")
 
     def read_click_feeds(self) -> int:
         """Fold in the next batch of complete rows of each feed (at most ``batch_lines``:

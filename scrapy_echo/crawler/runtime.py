@@ -134,11 +134,18 @@ class EchoRuntime:
 
     def replan(self) -> Plan:
         """Fresh estimates, a fresh schedule; one summary line in the log."""
-        # The plan spends what the plain lane leaves of the budget, as measured lately.
-        plain_share = self.lanes.share()
-        budget = self.crawl_rate() * (1.0 - plain_share)
+        budget = self.plan_budget()
         capacity = self.politeness.capacity if self.politeness is not None else None
-        plan = self.core.replan(self.clock(), budget, capacity)
+        return self.replanned(self.core.replan(self.clock(), budget, capacity), budget)
+
+    def plan_budget(self) -> float:
+        """What a re-solve now plans to spend (pages/s): the budget less the plain lane's
+        share of it, as measured lately."""
+        return self.crawl_rate() * (1.0 - self.lanes.share())
+
+    def replanned(self, plan: Plan, budget: float) -> Plan:
+        """The stats and the log line of a re-solve that planned ``budget``."""
+        plain_share = self.lanes.share()
         stats = self.crawler.stats
         if stats is not None:
             stats.set_value("echo/solver/solves", self.solves)

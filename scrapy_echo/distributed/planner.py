@@ -20,12 +20,14 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy_echo.core import snapshot as snapshots
 from scrapy_echo.core.codec import CodecError
 from scrapy_echo.core.collector import collector_paused
+from scrapy_echo.core.crawl import CrawlCore
 from scrapy_echo.core.events import (
     Event,
     InvalidEvent,
@@ -50,6 +52,7 @@ from scrapy_echo.distributed.request_ids import (
 from scrapy_echo.distributed.store import PushedApplied
 from scrapy_echo.model.decisions.policies import Policy
 from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.intervals.plan import Plan
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -85,6 +88,9 @@ class Loaded:
     error: str | None = None  # unreadable (set aside in Redis, the crawl starts afresh)
     newer: str | None = None  # written by a newer build: left for a worker that reads it
     dedup_error: str | None = None
+    # The state's first plan, made on the loading thread too (with the budget it planned).
+    plan: Plan | None = None
+    budget: float = 0.0
 
 
 class PlannerHost(Protocol):
@@ -143,6 +149,7 @@ class Planner:
         self.save_seconds = 0.0  # how long the last save took (encoding and upload)
         self.loading = False  # the saved state is being rebuilt (take_over pending)
         self._loading = 0
+        self._plan_inputs: tuple[float, Callable[[str], float] | None] = (0.0, None)
 
     @property
     def active(self) -> bool:
@@ -169,6 +176,12 @@ class Planner:
         lease. Returns the ticket :meth:`take_over` checks."""
         self._loading += 1
         self.loading = True
+        # What the first plan of the loaded state spends and may ask of each host, as of now.
+        politeness = self.runtime.politeness
+        self._plan_inputs = (
+            self.runtime.plan_budget(),
+            politeness.capacity if politeness is not None else None,
+        )
         return self._loading
 
     def load(self, loaded: tuple[bytes | list[bytes], str] | None, ticket: int) -> Loaded:
@@ -196,6 +209,7 @@ class Planner:
             # (A state nested or shaped beyond what the decoder checks: unreadable as well.)
             out.error = f"{type(exc).__name__}: {exc!s:.200}"
             return out
+        self._first_plan(out)
         out.last_event, out.feeds = event, saved.get("feeds")
         if "events_applied" in saved:
             try:
@@ -203,6 +217,20 @@ class Planner:
             except ValueError as exc:
                 out.dedup_error = str(exc)
         return out
+
+    def _first_plan(self, out: Loaded) -> None:
+        """On the loading thread: the loaded state's first re-solve (seconds at 100 k
+        sources, with a click fit), on a core of its own until :meth:`take_over` installs the
+        state. If it fails, :meth:`take_over` re-solves on the reactor, as without it."""
+        assert out.state is not None and out.policy is not None
+        budget, capacity = self._plan_inputs
+        core = CrawlCore(self.config, out.policy)
+        core.reset(out.state, out.policy, out.hosts)
+        try:
+            out.plan, out.budget = core.replan(self.runtime.clock(), budget, capacity), budget
+        except Exception:
+            logger.exception("ECHO could not plan the saved state while loading it; "
+                             "planning it again once installed")  # fmt: skip
 
     def take_over(self, loaded: Loaded) -> None:
         """In the reactor, once :meth:`load` is done: the saved state, or a fresh one."""
@@ -237,6 +265,7 @@ class Planner:
             loaded.state, policy or make_policy(self.config.policy), loaded.hosts
         )
         fresh = self.runtime.state
+        before = (len(fresh.sources), fresh.retired_sources)
         spider = self.scheduler.spider
         self.runtime.core.add_sources(
             self.config.sources + read_sources(getattr(spider, "echo_sources", ()))
@@ -255,7 +284,11 @@ class Planner:
             ", from the saved state" if loaded.state is not None else "",
         )
         self._solves_logged = self.runtime.solves
-        self.runtime.replan()
+        if loaded.plan is not None and (len(fresh.sources), fresh.retired_sources) == before:
+            self.runtime.core.solves += 1  # (made on the loading thread, for this state)
+            self.runtime.replanned(loaded.plan, loaded.budget)
+        else:  # (sources added or revived since: a plan that knows them)
+            self.runtime.replan()
 
     def regained(self, term: int) -> None:
         """Redis lost its data (restarted without persistence, or evicted keys) and this

@@ -27,6 +27,11 @@ from scrapy_echo.model.intervals.curves import FloatArray
 GRID_POINTS = 48
 EM_STEPS = 60
 MIN_SOURCES = 20  # with fewer sources with pages, no distribution is learned (returns None)
+# Most sources the grid's weights are fitted to: beyond, every k-th (by index, so every age
+# of source is in), then every source's posterior under those weights. Enough for 48
+# weights, and the fit of a 100 k-source crawl's prior takes a sixth of the time.
+FIT_SOURCES = 16_384
+_WEIGHT_FLOOR = 1e-12
 # Standard deviations of the posterior added to its mean in the plan: a source whose ``P``
 # rests on a few pages is valued as it may well be, so it is crawled enough to learn it
 # (docs/how-it-works.rst, "Exploration"). On the default synthetic trace 2 beat 0 and 1 at
@@ -81,19 +86,30 @@ def posterior_moments(
     loglik = clicks[:, None] * np.log(grid)[None, :] - n[:, None] * grid[None, :]
     loglik -= loglik.max(axis=1, keepdims=True)
     likelihood = np.exp(loglik)
+    # EM for the grid's weights, in matrix-vector products: a source's posterior over the
+    # grid is its likelihood row times the weights over their dot product, so the mean of
+    # the posteriors is the weights times ``likelihood.T @ (1 / dot)`` over the sources (no
+    # sources x grid temporary per step: 6x faster at 100 k sources).
     weights = np.full(GRID_POINTS, 1.0 / GRID_POINTS)
+    fitted = likelihood
+    if fitted.shape[0] > FIT_SOURCES:
+        fitted = np.ascontiguousarray(fitted[:: -(-fitted.shape[0] // FIT_SOURCES)])
+    sources = fitted.shape[0]
     for _ in range(EM_STEPS):
-        joint = likelihood * weights
-        joint /= joint.sum(axis=1, keepdims=True)
-        weights = joint.mean(axis=0)
-    joint = likelihood * weights
-    joint /= joint.sum(axis=1, keepdims=True)
-    posterior = joint @ grid
+        weights = weights * (fitted.T @ (1.0 / (fitted @ weights))) / sources
+    if fitted is not likelihood:
+        # A source left out of the fit may be unlike every source in it, where the weights
+        # fell to nothing: a floor keeps its posterior defined (near its own rate).
+        weights = np.maximum(weights, _WEIGHT_FLOOR)
+        weights /= weights.sum()
+    dot = likelihood @ weights
+    posterior = (likelihood @ (weights * grid)) / dot
+    second = (likelihood @ (weights * grid**2)) / dot
     mean = np.full(pages.size, float(weights @ grid))
     mean[has] = posterior
     spread = np.zeros(pages.size)
-    spread[has] = np.sqrt(np.maximum(joint @ grid**2 - posterior**2, 0.0))
+    spread[has] = np.sqrt(np.maximum(second - posterior**2, 0.0))
     return mean, spread
 
 
-__all__ = ["GRID_POINTS", "OPTIMISM", "posterior_moments", "posterior_rates"]
+__all__ = ["FIT_SOURCES", "GRID_POINTS", "OPTIMISM", "posterior_moments", "posterior_rates"]

@@ -18,14 +18,15 @@ import dataclasses
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from scrapy_echo.model.estimation.click_refit import ClickRefit, fit_click_table, pad_rows
 from scrapy_echo.model.estimation.clicks import ClickHistogram, ClickTable, usable_clicks
 from scrapy_echo.model.estimation.crawl_history import CrawlHistory
-from scrapy_echo.model.estimation.estimators import DecayFit, fit_profit_decay
+from scrapy_echo.model.estimation.estimators import DecayFit
 from scrapy_echo.model.estimation.predictive import (
     CANDIDATES,
     PROFIT_CANDIDATES,
@@ -36,8 +37,6 @@ from scrapy_echo.model.estimation.site_prior import site_pseudo_links
 from scrapy_echo.model.estimation.yield_predictor import YieldPredictor
 from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.intervals.plan import Estimates
-
-T = TypeVar("T", bound=np.generic)
 
 
 class SourceLearner:
@@ -89,6 +88,7 @@ class SourceLearner:
         self._sources = sources
         self._fit: DecayFit | None = None
         self._clicks_changed = True
+        self._click_batches = 0  # batches folded in: a refit done elsewhere knows if it saw all
         self._fitted_at = -math.inf
         self._mean_clicks: NDArray[np.float64] = np.zeros(0)
         self._mean_known: NDArray[np.bool_] | None = None
@@ -168,6 +168,7 @@ class SourceLearner:
             ts, counts = zip(*waiting, strict=True)
             self.clicks.add_clicks([page] * len(waiting), ts, counts)
             self._clicks_changed = True
+            self._click_batches += 1
 
     def source_of_page(self, page: Hashable) -> int | None:
         """The source a tracked (young) page was found on, if it is tracked."""
@@ -190,7 +191,9 @@ class SourceLearner:
             )
         self.received += math.fsum(counts)
         unknown = self.clicks.add_clicks(pages, ts, counts)
-        self._clicks_changed = self._clicks_changed or len(unknown) < len(pages)
+        if len(unknown) < len(pages):
+            self._clicks_changed = True
+            self._click_batches += 1
         for i in unknown:
             self._pending.setdefault(pages[i], []).append((ts[i], counts[i]))
         self._pending_rows += len(unknown)
@@ -222,28 +225,10 @@ class SourceLearner:
         ``refit_every`` seconds (the click feed is pushed hourly while intervals are re-solved
         every half hour); pages crawled since, with no clicks yet, join it then."""
         n = self._sources
-        stale = self._clicks_changed and now - self._fitted_at >= self.refit_every
-        if self._fit is None or stale or self._fit.profit.size != n:
-            table = self.clicks.table(now)
-            self._score_clicks(table, n)
-            # Cumulative means when every bin from age 0 is observed, else per-bin ones.
-            whole = table.cumulative is not None
-            means = table.cumulative if table.cumulative is not None else table.increments
-            self._fit = fit_profit_decay(
-                _pad_rows(means, n),
-                _pad_rows(table.pages, n),
-                bin_width=table.bin_width,
-                cumulative=whole,
-                decay_min=self.decay_min,
-                decay_max=self.decay_max,
-            )
-            # ECHO-greedy's P: the plain average clicks per page, bin by bin over the pages
-            # old enough for each bin (no fit, no decay).
-            self._mean_clicks = _pad_rows(table.increments.sum(axis=1), n)
-            self._mean_known = _pad_rows(table.pages.max(axis=1, initial=0) > 0, n)
-            self._clicks_changed = False
-            self._fitted_at = now
+        if self.click_refit_due(now):
+            self.install_click_refit(self.click_refit(now)())
         fit = self._fit
+        assert fit is not None  # (just installed if there was none)
         links, span = self.crawls.window(aware=censoring, floors=floors)
         horizon = self.clicks.bins * self.clicks.bin_width
         long_run = self.crawls.long_run(aware=censoring)
@@ -280,12 +265,38 @@ class SourceLearner:
         shows = self.crawls.shown(floors=floors) if censoring else None
         return Estimates(lam, prof, mu, mean, shows)
 
+    def click_refit_due(self, now: float) -> bool:
+        """Whether :meth:`estimates` at ``now`` would fit ``P, μ`` again first."""
+        fit = self._fit
+        stale = self._clicks_changed and now - self._fitted_at >= self.refit_every
+        return fit is None or stale or fit.profit.size != self._sources
+
+    def click_refit(self, now: float) -> Callable[[], ClickRefit]:
+        """The click fit in two steps, as :meth:`estimates` does it: the table is taken now,
+        and the function returned fits it on any thread (seconds at 100 k sources, which a
+        live crawl's reactor must not wait for); :meth:`install_click_refit` takes its result
+        back, on this one."""
+        table, rows, batches = self.clicks.table(now), self._sources, self._click_batches
+        decay = (self.decay_min, self.decay_max)
+        return lambda: fit_click_table(table, now, rows, batches, decay)
+
+    def install_click_refit(self, refit: ClickRefit) -> None:
+        """Use a fit :meth:`click_refit` made; clicks that came in since it took its table
+        leave the fit stale (the next re-solve fits again)."""
+        self._score_clicks(refit.table, refit.rows)
+        self._fit, self._mean_clicks, self._mean_known = (
+            refit.fit, refit.mean_clicks, refit.mean_known,
+        )  # fmt: skip
+        if refit.batches == self._click_batches:
+            self._clicks_changed = False
+        self._fitted_at = refit.at
+
     def clicked_sources(self) -> NDArray[np.bool_]:
         """Per source, whether its ``P, μ`` come from its own pages' clicks (as of the last
         :meth:`estimates`), not from the cold start."""
         fit = self._fit
         fitted = np.zeros(0, dtype=bool) if fit is None else fit.fitted
-        return _pad_rows(fitted, self._sources)
+        return pad_rows(fitted, self._sources)
 
     # -- persistence ----------------------------------------------------------------------
     def to_data(self) -> dict[str, Any]:
@@ -373,8 +384,8 @@ class SourceLearner:
         ``e^{-μ kΔ} - e^{-μ (k+1)Δ}`` over the bins observed since (docs/how-it-works.rst,
         "Estimators that earn their place")."""
         whole = table.cumulative is not None
-        pages = _pad_rows(table.pages.astype(np.float64), rows)
-        sums = _pad_rows(table.increments, rows) * pages
+        pages = pad_rows(table.pages.astype(np.float64), rows)
+        sums = pad_rows(table.increments, rows) * pages
         base, self._click_base = self._click_base, (whole, sums, pages)
         decay = self._scored_decay
         if base is None or base[0] != whole or decay.size == 0:
@@ -440,7 +451,7 @@ def _filled(rates: FloatArray | None, fallback: FloatArray) -> FloatArray:
         return fallback
     known = np.zeros(fallback.size, dtype=bool)
     known[: rates.size] = np.isfinite(rates[: fallback.size])
-    return np.where(known, _pad_rows(rates, fallback.size), fallback)
+    return np.where(known, pad_rows(rates, fallback.size), fallback)
 
 
 def _site_rows(sites: NDArray[np.intp], rows: int) -> NDArray[np.intp]:
@@ -450,11 +461,3 @@ def _site_rows(sites: NDArray[np.intp], rows: int) -> NDArray[np.intp]:
     missing = rows - sites.size
     start = int(sites.max(initial=-1)) + 1
     return np.concatenate([sites, np.arange(start, start + missing, dtype=np.intp)])
-
-
-def _pad_rows(array: NDArray[T], rows: int) -> NDArray[T]:
-    """``array`` with zero rows added (or rows cut) to have exactly ``rows`` rows."""
-    if array.shape[0] >= rows:
-        return array[:rows]
-    pad = np.zeros((rows - array.shape[0], *array.shape[1:]), dtype=array.dtype)
-    return np.concatenate([array, pad])
