@@ -9,9 +9,9 @@ stall. Measured, in one run:
 - baseline: the earlier build's write, the whole state in one ``HSET`` from the same thread,
   with the workers' socket timeout (5 s): its time, or how it failed;
 - take-over: what a new planner does (a Redis-mode worker's own): the state read a block at a
-  time on the Redis thread, parsed a frame at a time and rebuilt on a thread
+  time on the Redis thread, parsed a frame at a time, rebuilt and planned on a thread
   (``Planner.load``), then installed on the reactor (``Planner.take_over``: the sources added,
-  the first re-solve); and one more re-solve, for comparison.
+  the plan taken); and one more re-solve, for comparison.
 
 Run: python benchmarks/bench_redis_state.py [--links 10000000] [--sources 100000] [--saves 3]
 """
@@ -111,7 +111,7 @@ async def run(args: argparse.Namespace, server: RedisServer) -> None:
     print(f"take-over by a worker's planner: read and rebuilt in {loading:.2f} s (Redis "
           f"thread, then a thread), longest reactor stall {loading_stall * 1000:.0f} ms "
           f"({'under' if loading_stall < 0.1 else 'OVER'} 100 ms); then on the reactor "
-          f"take_over {installing * 1000:.0f} ms, its first re-solve included (a re-solve "
+          f"take_over {installing * 1000:.0f} ms, its first plan made while loading (a re-solve "
           f"after it: {replan * 1000:.0f} ms)")  # fmt: skip
 
 
@@ -120,7 +120,8 @@ async def take_over(
 ) -> tuple[float, float, float, float]:
     """A Redis-mode worker taking the planner's lease over the saved ``data``: the time to
     read and rebuild it (off the reactor) and the longest reactor stall meanwhile, then the
-    time of ``take_over`` on the reactor (the state installed and its first re-solve)."""
+    time of ``take_over`` on the reactor (the state installed with the plan made while
+    loading it)."""
     worker = open_worker(server.url, "takeover", ECHO_SOURCES="https://h0.example/section/0/")
     worker._closing = True  # no round trips of its own: this drives its planner
     if worker._round_call is not None and worker._round_call.active():

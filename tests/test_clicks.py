@@ -157,3 +157,26 @@ def test_no_click_row_raises(ts, clicks) -> None:
     hist.add_clicks(["a", "a"], [ts, 1.7e9 + 0.1], [clicks, 1.0])
     table = hist.table(1.7e9 + 100)
     assert np.isfinite(table.increments).all() and math.isfinite(hist.caught)
+
+
+def test_sources_added_one_at_a_time_give_the_table_and_data_of_all_at_once() -> None:
+    width, bins, now = 100.0, 4, 5_000.0
+    one_by_one, at_once = (ClickHistogram(bin_width=width, bins=bins, grace=0.0) for _ in "12")
+    at_once.add_page("first", source=36, appeared=0.0)  # (room for all 37 at once)
+    for source in range(37):  # the sums' room doubles: 16, 32, 64 rows
+        for histogram in (one_by_one, at_once):
+            histogram.add_page(f"p{source}", source=source, appeared=10.0 * source)
+            histogram.add_clicks([f"p{source}"], [10.0 * source + 150], [source + 1.0])
+    at_once.add_clicks(["first"], [50.0], [2.0])
+    one_by_one.add_page("first", source=36, appeared=0.0)
+    one_by_one.add_clicks(["first"], [50.0], [2.0])
+    assert one_by_one.sources == at_once.sources == 37
+    table, expected = one_by_one.table(now), at_once.table(now)  # (every page folded by now)
+    np.testing.assert_array_equal(table.increments, expected.increments)
+    np.testing.assert_array_equal(table.pages, expected.pages)
+    assert table.pages.shape == (37, bins) and table.pages.sum() == 38 * bins
+    data = one_by_one.to_data()
+    assert data["mature_pages"].shape == (37, bins)
+    restored = ClickHistogram.from_data(data)
+    assert restored.sources == 37
+    np.testing.assert_array_equal(restored.table(now).increments, expected.increments)

@@ -28,7 +28,9 @@ def learner_with_clicks(sources: int = 3) -> SourceLearner:
     pages = [f"http://news.test/{i}" for i in range(30)]
     for i, page in enumerate(pages):
         learner.add_page(page, source=i % sources, appeared=1000.0 * i, crawled=1000.0 * i + 60)
-    learner.add_clicks(pages, [1000.0 * i + 900 for i in range(30)], [1.0 + i % 4 for i in range(30)])
+    learner.add_clicks(
+        pages, [1000.0 * i + 900 for i in range(30)], [1.0 + i % 4 for i in range(30)]
+    )
     return learner
 
 

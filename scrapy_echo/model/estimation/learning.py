@@ -276,9 +276,9 @@ class SourceLearner:
         and the function returned fits it on any thread (seconds at 100 k sources, which a
         live crawl's reactor must not wait for); :meth:`install_click_refit` takes its result
         back, on this one."""
-        table, rows, batches = self.clicks.table(now), self._sources, self._click_batches
+        table, rows, batches = self.clicks.taken(now), self._sources, self._click_batches
         decay = (self.decay_min, self.decay_max)
-        return lambda: fit_click_table(table, now, rows, batches, decay)
+        return lambda: fit_click_table(table(), now, rows, batches, decay)
 
     def install_click_refit(self, refit: ClickRefit) -> None:
         """Use a fit :meth:`click_refit` made; clicks that came in since it took its table
