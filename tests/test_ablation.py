@@ -33,6 +33,7 @@ def test_an_unknown_addition_is_a_clear_error(name: str) -> None:
         make_policy(name)
 
 
+@pytest.mark.slow
 def test_sim_ablate_prints_each_variant_against_the_default(tmp_path: Path) -> None:
     trace, out = tmp_path / "trace", tmp_path / "out"
     python = [sys.executable, "-m", "scrapy_echo.sim"]

@@ -12,8 +12,6 @@ import pytest
 from tests.crawling import crawl, start_crawl
 from tests.local_site import LocalNewsSite, Section
 
-pytestmark = pytest.mark.slow
-
 # Time runs fast here: seconds stand for the paper's minutes.
 FAST = {
     "ECHO_RESOLVE_INTERVAL": 1,
@@ -39,6 +37,7 @@ def site_factory() -> Iterator[type[LocalNewsSite]]:
         site.stop()
 
 
+@pytest.mark.slow
 def test_new_pages_found_and_busy_source_recrawled_more_than_dead_one(tmp_path, site_factory):
     site = site_factory({"busy": Section(period=0.5), "dead": Section(period=None)})
     run = crawl(
@@ -90,6 +89,7 @@ def test_rate_budget_is_kept(tmp_path, site_factory):
     assert 0.8 * 8 * 8 <= requests <= 1.1 * 8 * 8 + 8, requests
 
 
+@pytest.mark.slow
 def test_high_click_source_gets_shorter_interval_than_equal_rate_low_click_one(
     tmp_path, site_factory
 ):
@@ -122,6 +122,7 @@ def test_high_click_source_gets_shorter_interval_than_equal_rate_low_click_one(
     assert site.article_hits("hot") > site.article_hits("cold")
 
 
+@pytest.mark.slow
 def test_bad_click_rows_are_counted_not_fatal(tmp_path, site_factory):
     site = site_factory({"busy": Section(period=0.5)})
     feed = tmp_path / "clicks.jsonl"
@@ -159,6 +160,7 @@ def test_bad_setting_stops_the_crawl_with_the_rule(tmp_path, site_factory):
     assert site.hits.total() == 0
 
 
+@pytest.mark.slow
 def test_kill_9_then_restart_resumes_from_jobdir(tmp_path, site_factory):
     site = site_factory({"busy": Section(period=0.5), "slow": Section(period=2.0)})
     jobdir = tmp_path / "job"

@@ -73,6 +73,7 @@ def test_limits_that_do_not_bind_change_nothing() -> None:
     assert limited.objective == pytest.approx(plain.objective, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_two_hosts_match_the_best_split_of_the_budget() -> None:
     """Separable by host: the optimum is the best split ``b1 + b2 <= N`` with ``b1 <= c1``,
     each host solved alone; a grid over the split is the reference. Where dropping a source

@@ -179,6 +179,7 @@ def test_a_trace_may_leave_hub_links_open_for_shows_to_close(tmp_path: Path) -> 
         load_trace(root)
 
 
+@pytest.mark.slow
 def test_replay_of_a_dated_trace_of_full_hubs_recovers_their_rates() -> None:
     trace = synthesize(
         SynthParams(

@@ -133,6 +133,7 @@ def test_round_trip_and_bad_arguments() -> None:
             RefreshLane(**arguments)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_in_a_replay_a_refresh_share_makes_copies_fresher() -> None:
     trace = synthesize(SynthParams(sources=150, days=5, seed=4, update_share=0.5))
     shares = {}

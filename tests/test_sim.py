@@ -167,6 +167,7 @@ def test_without_clicks_freshness_is_scored_and_the_clicks_change_nothing(small_
     assert not np.array_equal(with_clicks.crawled, replay.crawled, equal_nan=True)
 
 
+@pytest.mark.slow
 def test_pure_noise_signals_do_not_move_echo_newpages() -> None:
     base = SynthParams(sources=150, days=5, warmup_days=2, seed=4)
     noise = synthesize(replace(base, signal_noise_per_day=12.0))

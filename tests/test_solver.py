@@ -63,6 +63,7 @@ def test_matches_exhaustive_reference_when_budget_exceeds_new_links(case: int) -
     assert sol.cost <= budget * (1 + 1e-12)
 
 
+@pytest.mark.slow
 def test_gap_below_new_link_rate_against_exhaustive_reference() -> None:
     """N < Σλ: the Lagrangian alone, the repair alone, and with the exact search."""
     ratios: dict[str, list[float]] = {"lagrangian": [], "repair": [], "exact": []}

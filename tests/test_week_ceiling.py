@@ -123,6 +123,7 @@ def test_a_malformed_week_is_refused(level: np.ndarray, seconds: np.ndarray, mes
         Week(level, seconds)
 
 
+@pytest.mark.slow
 def test_cli_ceiling_week(tmp_path: Path) -> None:
     trace_dir, out = tmp_path / "trace", tmp_path / "out"
     python = [sys.executable, "-m", "scrapy_echo.sim"]

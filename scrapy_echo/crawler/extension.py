@@ -55,6 +55,7 @@ class EchoExtension(EchoComponent):
         # type-check as classes).
         self._reading_on: dict[str, Any] = {}
         self._resolving = False  # a click fit of the re-solve is on a thread
+        self._closed = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -76,6 +77,7 @@ class EchoExtension(EchoComponent):
             self._signal_loop.start(self.runtime.config.signal_poll_interval, now=True)
 
     def spider_closed(self) -> None:
+        self._closed = True  # (a click fit still on its thread re-solves nothing after)
         for loop in (self._loop, self._status_loop, self._signal_loop):
             if loop is not None and loop.running:
                 loop.stop()
@@ -144,7 +146,8 @@ class EchoExtension(EchoComponent):
         def fitted(install: Callable[[], None]) -> None:
             self._resolving = False
             install()
-            if self.runtime.holds_state:  # (not if the planner stepped down meanwhile)
+            # (Not if the planner stepped down meanwhile, or the crawl ended.)
+            if self.runtime.holds_state and not self._closed:
                 self._replan()
 
         def failed(failure: Failure) -> None:
