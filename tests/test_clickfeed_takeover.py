@@ -165,6 +165,7 @@ def test_a_planner_killed_and_replaced_on_another_host_counts_each_click_once(
     tmp_path, redis_url
 ) -> None:
     site = LocalNewsSite({"news": Section(period=2, hub_items=20)}).start()
+    started: list[Workers] = []  # (stopped whatever happens: none outlives the test)
     try:
         prefix = f"t{uuid.uuid4().hex[:8]}"
         settings = {**FAST, "REDIS_URL": redis_url, "ECHO_REDIS_KEY_PREFIX": prefix,
@@ -174,6 +175,7 @@ def test_a_planner_killed_and_replaced_on_another_host_counts_each_click_once(
         feed.parent.mkdir()
         feed.write_text(rows(0, 30, ts=time.time()))
         first = Workers(tmp_path / "host-a", {**settings, "ECHO_CLICK_FEED": str(feed)})
+        started.append(first)
         planner = first.start()
 
         def saved_with(path: Path) -> bool:
@@ -191,10 +193,13 @@ def test_a_planner_killed_and_replaced_on_another_host_counts_each_click_once(
         with open(copy, "a") as handle:
             handle.write(rows(30, 7, ts=time.time()))
         second = Workers(tmp_path / "host-b", {**settings, "ECHO_CLICK_FEED": str(copy)})
+        started.append(second)
         second.start()
         wait_for(lambda: saved_with(copy), 60, "the second planner to save its feed position")
         assert second.stop() == [0], second.logs()[-3000:]
     finally:
+        for workers in started:
+            workers.stop()
         site.stop()
     terms = client.lrange(f"{{{prefix}:monitor}}:solver_log", 0, -1)
     assert len(terms) == 2  # one planner, then the other

@@ -3,6 +3,7 @@ budget, the planner's lease and its fenced writes."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
@@ -112,6 +113,35 @@ def test_a_state_in_blocks_of_any_size_is_saved_as_their_bytes_and_read_back_who
     store.client.setrange(store.keys["state"], 0, b"x")  # (still the size it says)
     store.client.set(store.keys["state"], store.client.getrange(store.keys["state"], 0, cut))
     assert store.load_snapshot() == (b"", "5-0")  # cut: nothing half read
+
+
+def test_a_state_saved_over_while_it_is_read_is_never_read_mixed(redis_url):
+    # Saves of one size and one event, each its own bytes: only the count of saves tells
+    # them apart while the reader's block reads run between them.
+    prefix = f"test:{uuid.uuid4().hex}"
+    reader = RedisStore(redis.Redis.from_url(redis_url), prefix)
+    planner = RedisStore(redis.Redis.from_url(redis_url), prefix)
+    assert planner.acquire_solver("A", 60_000) == 1
+    size = 2 * SNAPSHOT_BLOCK + 1
+    assert planner.save_snapshot("A", b"\x00" * size, "5-0")
+    saved = threading.Event()
+
+    def save_over() -> None:
+        for k in range(1, 40):
+            assert planner.save_snapshot("A", bytes([k]) * size, "5-0")
+        saved.set()
+
+    saver = threading.Thread(target=save_over)
+    saver.start()
+    reads = []
+    while not saved.is_set():
+        data, event = reader.load_snapshot()
+        reads.append(data)
+        assert event == "5-0"
+    saver.join()
+    for data in reads:  # one save's bytes, or nothing (saved over at every try)
+        assert data == b"" or data == data[:1] * size
+    assert any(reads)
 
 
 def test_a_planner_takes_its_lease_back_when_redis_lost_its_data(store):

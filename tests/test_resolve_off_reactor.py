@@ -59,6 +59,15 @@ def test_clicks_that_come_while_the_fit_is_made_leave_it_stale() -> None:
     assert not control.click_refit_due(later)  # nothing new: the fit holds
 
 
+def test_a_fit_older_than_the_one_in_use_is_dropped() -> None:
+    learner = learner_with_clicks()
+    older = learner.click_refit(NOW)
+    learner.estimates(NOW + 60)  # fitted inline meanwhile, a minute on
+    fit = learner._fit
+    learner.install_click_refit(older())
+    assert learner._fit is fit
+
+
 async def until(done, seconds: float = 10.0) -> None:
     for _ in range(int(seconds / 0.01)):
         if done():

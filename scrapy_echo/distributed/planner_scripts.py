@@ -97,6 +97,7 @@ redis.call('RENAME', KEYS[5], KEYS[4])
 redis.call('PERSIST', KEYS[4])
 redis.call('HSET', KEYS[2], 'event', ARGV[2], 'size', ARGV[3], 'source', ARGV[4],
            'signal', ARGV[5])
+redis.call('HINCRBY', KEYS[2], 'saves', 1)  -- (a reader of the blocks sees a save land)
 redis.call('XTRIM', KEYS[3], 'MINID', ARGV[2])
 -- (pcall: a key users made something else than a stream must not undo the save half-way.)
 for i, key in ipairs({KEYS[6], KEYS[7]}) do

@@ -361,26 +361,35 @@ class RedisStore:
         """The saved state in the blocks it was read in, and the last event in it. (Never
         joined here: one join, or one buffer of 300 MiB, would hold the interpreter, and
         stall the reactor, for a third of a second.) No blocks if the state is missing or
-        cut (evicted, damaged): unreadable, counted by the caller."""
-        event, size = self.client.hmget(self.keys["snapshot"], ["event", "size"])
-        event_id = event.decode() if isinstance(event, bytes) else "0-0"
-        if not isinstance(size, bytes):
-            return None
-        blocks: list[bytes] = []
-        at = 0
-        while at < int(size):
-            block = self.client.getrange(self.keys["state"], at, at + SNAPSHOT_BLOCK - 1)
-            block = block if isinstance(block, bytes) else block.encode()
-            if not block:
-                break
-            blocks.append(block)
-            at += len(block)
-        return (blocks if at == int(size) else []), event_id
+        cut (evicted, damaged): unreadable, counted by the caller. A save that lands while
+        the blocks are read (the block reads are not one transaction) is read again."""
+        for _ in range(_READ_TRIES):
+            head = self.client.hmget(self.keys["snapshot"], _HEAD)
+            event, size, _ = head
+            event_id = event.decode() if isinstance(event, bytes) else "0-0"
+            if not isinstance(size, bytes):
+                return None
+            blocks: list[bytes] = []
+            at = 0
+            while at < int(size):
+                block = self.client.getrange(self.keys["state"], at, at + SNAPSHOT_BLOCK - 1)
+                block = block if isinstance(block, bytes) else block.encode()
+                if not block:
+                    break
+                blocks.append(block)
+                at += len(block)
+            if self.client.hmget(self.keys["snapshot"], _HEAD) == head:
+                return (blocks if at == int(size) else []), event_id
+        return [], event_id  # (saved over at every try: read as cut)
 
     # -- inspection (tests, reports) -------------------------------------------------------
     def counters(self) -> dict[str, int]:
         counters: dict[bytes, bytes] = self.client.hgetall(self.keys["counters"])  # type: ignore[assignment]
         return {key.decode(): int(value) for key, value in counters.items()}
+
+
+_READ_TRIES = 3  # reads of a state saved over while it is read
+_HEAD = ["event", "size", "saves"]  # a save changes its count of saves at least
 
 
 def _delays(stored: dict[bytes, bytes]) -> dict[str, float]:

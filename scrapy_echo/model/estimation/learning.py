@@ -282,7 +282,10 @@ class SourceLearner:
 
     def install_click_refit(self, refit: ClickRefit) -> None:
         """Use a fit :meth:`click_refit` made; clicks that came in since it took its table
-        leave the fit stale (the next re-solve fits again)."""
+        leave the fit stale (the next re-solve fits again). One older than the fit in use
+        (a re-solve fitted inline meanwhile) is dropped."""
+        if refit.at < self._fitted_at:
+            return
         self._score_clicks(refit.table, refit.rows)
         self._fit, self._mean_clicks, self._mean_known = (
             refit.fit, refit.mean_clicks, refit.mean_known,
