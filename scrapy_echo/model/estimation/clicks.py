@@ -194,7 +194,7 @@ class ClickHistogram:
     def taken(self, now: float) -> Callable[[], ClickTable]:
         """:meth:`table` in two steps: the pages past the horizon are folded and the rows
         copied now, and the function returned sums them into the table on any thread, later
-        (at 100 k sources the sums take a second; the copies a tenth of that)."""
+        (the sums are most of a click fit's seconds at 100 k sources: docs/monitor.rst)."""
         self._fold(now)
         whole = self.sees_before_crawl
         n = self._sources
