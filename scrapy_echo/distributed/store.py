@@ -369,18 +369,23 @@ class RedisStore:
             event_id = event.decode() if isinstance(event, bytes) else "0-0"
             if not isinstance(size, bytes):
                 return None
-            blocks: list[bytes] = []
-            at = 0
-            while at < int(size):
-                block = self.client.getrange(self.keys["state"], at, at + SNAPSHOT_BLOCK - 1)
-                block = block if isinstance(block, bytes) else block.encode()
-                if not block:
-                    break
-                blocks.append(block)
-                at += len(block)
+            blocks = self._state_blocks(int(size))
             if self.client.hmget(self.keys["snapshot"], _HEAD) == head:
-                return (blocks if at == int(size) else []), event_id
+                return blocks, event_id
         return [], event_id  # (saved over at every try: read as cut)
+
+    def _state_blocks(self, size: int) -> list[bytes]:
+        """The saved state's ``size`` bytes a block at a time; none if it is shorter."""
+        blocks: list[bytes] = []
+        at = 0
+        while at < size:
+            block = self.client.getrange(self.keys["state"], at, at + SNAPSHOT_BLOCK - 1)
+            block = block if isinstance(block, bytes) else block.encode()
+            if not block:
+                return []
+            blocks.append(block)
+            at += len(block)
+        return blocks if at == size else []
 
     # -- inspection (tests, reports) -------------------------------------------------------
     def counters(self) -> dict[str, int]:
