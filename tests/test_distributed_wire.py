@@ -41,6 +41,11 @@ def own_callback(response: Any) -> Any:
     return []
 
 
+class AliasSpider(Spider):
+    name = "alias"
+    other_name = Spider.parse_article  # an alias: found by Scrapy's search of the members
+
+
 SPIDER = Spider()
 
 
@@ -70,6 +75,45 @@ def test_request_round_trip_keeps_what_scrapy_needs() -> None:
         decode_request(encode_request(source, SPIDER, own_callback), SPIDER, own_callback).callback
         is own_callback
     )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda s: scrapy.Request("http://a.test/", callback=s.parse, errback=s.parse_article),
+        lambda s: scrapy.Request("http://a.test/", meta={"k": 1}, cb_kwargs={"a": 2}),
+        lambda s: scrapy.FormRequest("http://a.test/", formdata={"q": "1"}, callback=s.parse),
+        lambda s: scrapy.http.JsonRequest("http://a.test/", data={"q": 1}, errback=s.parse),
+        lambda s: scrapy.http.JsonRequest("http://a.test/", dumps_kwargs={"indent": 1}),
+        lambda s: scrapy.Request("http://a.test/", callback=s.other_name),
+    ],
+)
+def test_a_request_is_stored_as_scrapys_own_dict_form(make: Any) -> None:
+    """The callbacks' names found without Scrapy's search of the spider give ``to_dict``'s
+    dict (a method with two names may go by either), and every request class comes back."""
+    spider = AliasSpider()
+    request = make(spider)
+    stored = json.loads(encode_request(request, spider, own_callback))
+    expected = request.to_dict(spider=spider)
+    expected["body"] = base64.b64encode(expected["body"]).decode()
+    expected["headers"] = {
+        k.decode(): [v.decode() for v in vs] for k, vs in expected["headers"].items()
+    }
+    for name in ("callback", "errback"):  # the same method, perhaps by another name
+        ours, theirs = stored.pop(name), expected.pop(name)
+        assert (ours is None) == (theirs is None)
+        assert ours is None or getattr(spider, ours) == getattr(spider, theirs)
+    assert stored == json.loads(json.dumps(expected))
+    back = decode_request(encode_request(request, spider, own_callback), spider, own_callback)
+    assert type(back) is type(request) and back.callback == request.callback
+    assert (back.body, back.errback) == (request.body, request.errback)
+
+
+def test_a_json_request_may_not_pass_code_to_json_dumps() -> None:
+    stored = json.loads(encode_request(scrapy.http.JsonRequest("http://a.test/"), SPIDER, None))
+    stored["dumps_kwargs"] = {"default": "os.system"}
+    with pytest.raises(InvalidPayload, match="dumps_kwargs"):
+        decode_request(json.dumps(stored), SPIDER, own_callback)
 
 
 def test_request_with_non_json_meta_cannot_be_stored() -> None:

@@ -32,6 +32,16 @@ class ScriptBatch:
     def execute(self, *, raise_on_error: bool = True) -> list[Any]:
         """One answer per command queued; with ``raise_on_error=False`` a command that failed
         gives its exception (the others took effect all the same)."""
+        if len(self.pipe) == 1 and 0 in self._scripts:
+            # One script is atomic on its own: no MULTI/EXEC round of replies to parse.
+            script, keys, args = self._scripts[0]
+            self.pipe.reset()
+            try:
+                return [script(keys, args)]  # (loads it if Redis forgot it)
+            except redis.ResponseError as exc:
+                if raise_on_error:
+                    raise
+                return [exc]
         answers: list[Any] = self.pipe.execute(raise_on_error=False)
         for index, (script, keys, args) in self._scripts.items():
             if isinstance(answers[index], NoScriptError):

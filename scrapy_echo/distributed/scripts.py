@@ -80,22 +80,70 @@ local function slot_delay_ms(delays, slot, default_ms)
 end
 """
 
+# Acknowledgements, run by the lease script before it leases: one script call (and one read
+# of the clock) per exchange. KEYS by name: leases, req, done, counters, attempts, owners,
+# host_delay. A worker's last lease of a slot acked, it keeps the slot for the slot's delay.
+ACKS = """
+local function ack(members, done_ttl_ms, me, default_ms, k)
+  local function release(slot)
+    if me == '' or not slot or slot == '' then return end
+    local token, untl, count = owner_of(k.owners, slot)
+    if token ~= me then return end
+    count = math.max(0, count - 1)
+    if count == 0 then
+      untl = math.min(untl, now + slot_delay_ms(k.host_delay, slot, default_ms))
+    end
+    redis.call('HSET', k.owners, slot, me .. '|' .. untl .. '|' .. count)
+  end
+  local acked = 0
+  for _, member in ipairs(members) do
+    if redis.call('ZREM', k.leases, member) == 1 then
+      local rid = string.match(member, '^(.*)|[^|]*$')
+      if rid then
+        local _, _, _, slot = entry(redis.call('HGET', k.req, rid))
+        release(slot)
+        redis.call('HDEL', k.req, rid)
+        redis.call('HDEL', k.attempts, rid)
+        local kind = string.sub(rid, 1, 2)
+        if kind == 'p:' or kind == 'r:' then
+          redis.call('ZADD', k.done, now, rid)
+        end
+      end
+      acked = acked + 1
+    end
+  end
+  if #members > 0 then
+    redis.call('ZREMRANGEBYSCORE', k.done, '-inf', now - done_ttl_ms)
+    bump(k.counters, 'acked', acked)
+  end
+  return acked
+end
+"""
+
 # KEYS: queue, plainq, req, leases, budget, served, counters, attempts, dead, owners,
-#       host_next, host_delay, dead_since
+#       host_next, host_delay, dead_since, done
 # ARGV: want, lease_ms, rate (requests/s, 0: no limit), burst (requests), plain_share,
 #       max_attempts, token (the worker's; '' leaves fleet politeness out), default delay
 #       (ms), horizon (ms: how far ahead a slot's turn may be to lease its request now),
-#       dead kept (requests ``dead`` holds at most: past it the oldest go, counted)
-# Returns {{member, payload, ...}, {dead request ids}, malformed entries removed}. A request
-# leased more than max_attempts times (its workers died or never reported it) moves to
-# ``dead`` instead; a stored entry that is not a request entry is removed. Each lane is
-# scanned in queue order up to SCAN entries: a request whose slot is another worker's, or not
-# due yet, keeps its place for a later round.
+#       dead kept (requests ``dead`` holds at most: past it the oldest go, counted),
+#       done_ttl_ms, then the lease members to acknowledge first (:data:`ACKS`)
+# Returns {{member, payload, ...}, {dead request ids}, malformed entries removed, acked,
+# {Redis's TIME}}. A request leased more than max_attempts times (its workers died or never
+# reported it) moves to ``dead`` instead; a stored entry that is not a request entry is
+# removed. Each lane is scanned in queue order up to SCAN entries: a request whose slot is
+# another worker's, or not due yet, keeps its place for a later round.
 LEASE = (
     NOW
     + CHECKED
     + HOSTS
+    + ACKS
     + """
+local members = {}
+for i = 12, #ARGV do members[#members + 1] = ARGV[i] end
+local acked = ack(members, tonumber(ARGV[11]), ARGV[7], tonumber(ARGV[8]),
+  {leases = KEYS[4], req = KEYS[3], done = KEYS[14], counters = KEYS[7], attempts = KEYS[8],
+   owners = KEYS[10], host_delay = KEYS[12]})
+if tonumber(ARGV[1]) <= 0 then return {{}, {}, 0, acked, t} end  -- acks only
 local SCAN = 1000
 local malformed = 0
 local function drop(rid)
@@ -258,7 +306,7 @@ if #dead > 0 then
   if dropped > 0 then bump(KEYS[7], 'dead_dropped', dropped) end
 end
 if malformed > 0 then bump(KEYS[7], 'malformed', malformed) end
-return {out, dead, malformed}
+return {out, dead, malformed, acked, t}
 """
 )
 
@@ -284,48 +332,6 @@ for i = 2, #ARGV, 5 do
 end
 return {added, dead}
 """
-
-# KEYS: leases, req, done, counters, attempts, owners, host_delay
-# ARGV: done_ttl_ms, token ('' leaves fleet politeness out), default delay (ms), then lease
-# members. A worker's last lease of a slot acked, it keeps the slot for the slot's delay.
-ACK = (
-    NOW
-    + CHECKED
-    + HOSTS
-    + """
-local me, default_ms = ARGV[2], tonumber(ARGV[3])
-local function release(slot)
-  if me == '' or not slot or slot == '' then return end
-  local token, untl, count = owner_of(KEYS[6], slot)
-  if token ~= me then return end
-  count = math.max(0, count - 1)
-  if count == 0 then
-    untl = math.min(untl, now + slot_delay_ms(KEYS[7], slot, default_ms))
-  end
-  redis.call('HSET', KEYS[6], slot, me .. '|' .. untl .. '|' .. count)
-end
-local acked = 0
-for i = 4, #ARGV do
-  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
-    local rid = string.match(ARGV[i], '^(.*)|[^|]*$')
-    if rid then
-      local _, _, _, slot = entry(redis.call('HGET', KEYS[2], rid))
-      release(slot)
-      redis.call('HDEL', KEYS[2], rid)
-      redis.call('HDEL', KEYS[5], rid)
-      local kind = string.sub(rid, 1, 2)
-      if kind == 'p:' or kind == 'r:' then
-        redis.call('ZADD', KEYS[3], now, rid)
-      end
-    end
-    acked = acked + 1
-  end
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[1]))
-bump(KEYS[4], 'acked', acked)
-return acked
-"""
-)
 
 # KEYS: leases, req, owners; ARGV: lease_ms, token ('' leaves fleet politeness out), then
 # lease members in this worker's hands (leased and waiting, or under way). Returns the

@@ -168,7 +168,6 @@ class RedisStore:
         register = client.register_script
         self._lease = register(scripts.LEASE)
         self._push = register(scripts.PUSH)
-        self._ack = register(scripts.ACK)
         self._renew = register(scripts.RENEW)
         self._claim = register(scripts.CLAIM)
         self._acquire = register(planner_scripts.ACQUIRE)
@@ -213,17 +212,16 @@ class RedisStore:
         default_ms = fleet.default_delay_ms if fleet is not None else 0
         batched = ScriptBatch(self.client)
         pipe = batched.pipe
-        pipe.time()
+        queue_work = bool(batch.acks) or batch.want > 0
+        parts = [] if queue_work else ["time"]  # (the lease script tells the time itself)
+        if not queue_work:
+            pipe.time()
         for event in batch.events:
             pipe.xadd(self.keys["events"], {"d": event})
-        parts = ["time"] + ["event"] * len(batch.events)
+        parts += ["event"] * len(batch.events)
         if batch.delays:
             pipe.hset(self.keys["host_delay"], mapping=batch.delays)  # type: ignore[arg-type]
             parts.append("delays")
-        if batch.acks:
-            keys = self._k("leases", "req", "done", "counters", "attempts", "owners", "host_delay")
-            batched.run(self._ack, keys, [done_ttl_ms, token, default_ms, *batch.acks])
-            parts.append("acks")
         if batch.renew:
             keys = self._k("leases", "req", "owners")
             batched.run(self._renew, keys, [lease_ms, token, *batch.renew])
@@ -235,13 +233,16 @@ class RedisStore:
         for kind in batch.rejected:
             pipe.hincrby(self.keys["counters"], f"rejected:{kind}", 1)
             parts.append("rejected")
-        if batch.want > 0:
+        if queue_work:
+            # Acks first, then leases: one script, so a lease round reads the clock once.
             batched.run(
                 self._lease,
                 self._k("queue", "plainq", "req", "leases", "budget", "served", "counters",
-                        "attempts", "dead", "owners", "host_next", "host_delay", "dead_since"),
+                        "attempts", "dead", "owners", "host_next", "host_delay", "dead_since",
+                        "done"),
                 [batch.want, lease_ms, rate, burst, plain_share, max_attempts, token,
-                 default_ms, fleet.horizon_ms if fleet is not None else 0, self.kept.dead],
+                 default_ms, fleet.horizon_ms if fleet is not None else 0, self.kept.dead,
+                 done_ttl_ms, *batch.acks],
             )  # fmt: skip
             parts.append("lease")
         return _reply(batch, parts, batched.execute(raise_on_error=False))
@@ -450,8 +451,8 @@ def _reply(batch: Exchange, parts: list[str], answers: list[Any]) -> Reply:
         elif part == "rejected":
             kind = next(rejected)
             unsent.rejected += [kind] if failed else []
-        elif failed and part == "acks":
-            unsent.acks = batch.acks
+        elif failed and part == "lease":
+            unsent.acks = batch.acks  # (leases are asked again)
         elif failed and part == "plain":
             unsent.plain = batch.plain
         elif failed and part == "delays":
@@ -463,7 +464,8 @@ def _reply(batch: Exchange, parts: list[str], answers: list[Any]) -> Reply:
         elif part == "renew":
             reply.lost = [member.decode() for member in answer]
         elif part == "lease":
-            out, dead, reply.malformed = answer
+            out, dead, reply.malformed, _, now = answer
+            reply.server = int(now[0]) + int(now[1]) / 1e6
             reply.leased = [(out[i].decode(), out[i + 1]) for i in range(0, len(out), 2)]
             reply.dead = [rid.decode() for rid in dead]
     return reply

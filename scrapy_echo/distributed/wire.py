@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
 from scrapy_echo.sources.address_guard import AddressGuard
 
 if TYPE_CHECKING:
-    from scrapy import Request, Spider
+    from scrapy import Spider
 
 # Marks the scheduler's own callback for source requests (not a spider method).
 SOURCE_CALLBACK = "$echo_source"
@@ -40,8 +41,10 @@ _CLASSES = {
 }
 _FIELDS = {
     "url", "callback", "errback", "headers", "method", "body", "cookies", "meta", "encoding",
-    "priority", "dont_filter", "flags", "cb_kwargs", "_class",
+    "priority", "dont_filter", "flags", "cb_kwargs", "_class", "dumps_kwargs",
 }  # fmt: skip
+# What a JsonRequest's ``dumps_kwargs`` may pass to ``json.dumps``: nothing that takes code.
+_DUMPS_KWARGS = {"sort_keys", "indent", "separators", "ensure_ascii", "allow_nan", "skipkeys"}
 _MAX_PAYLOAD = 1 << 20
 
 
@@ -215,12 +218,7 @@ def encode_request(
     """JSON for ``request``; ``ValueError`` if it cannot be stored as data (a callback that
     is not a spider method, meta that is not JSON), or (:class:`InvalidPayload`) if it
     breaks ``rules``: then a worker would refuse it, so it is never stored."""
-    own = request.callback is source_callback
-    if own:
-        request = request.replace(callback=None)
-    data = request.to_dict(spider=spider)
-    if own:
-        data["callback"] = SOURCE_CALLBACK
+    data = _as_dict(request, spider, source_callback)
     data["body"] = base64.b64encode(data["body"]).decode()
     data["headers"] = {
         key.decode("latin-1"): [v.decode("latin-1") for v in values]
@@ -239,6 +237,44 @@ def encode_request(
         raise ValueError(
             f"request {request.url} holds data that is not JSON{where}: {exc}"
         ) from None
+
+
+def _as_dict(request: Request, spider: Spider, source_callback: Any) -> dict[str, Any]:
+    """``request.to_dict(spider=spider)``, the scheduler's own callback named
+    :data:`SOURCE_CALLBACK`. Scrapy finds a callback's name by listing every method of the
+    spider (a sixth of a queued request's cost); a method found under its own name needs no
+    search, and anything else (an alias, a decorated method) is left to Scrapy's."""
+    own = request.callback is source_callback
+    callback = SOURCE_CALLBACK if own else _own_name(request.callback, spider)
+    errback = _own_name(request.errback, spider)
+    if callback is _SEARCH or errback is _SEARCH:
+        data = (request.replace(callback=None) if own else request).to_dict(spider=spider)
+        if own:
+            data["callback"] = SOURCE_CALLBACK
+        return data
+    data = {"url": request.url, "callback": callback, "errback": errback,
+            "headers": dict(request.headers)}  # fmt: skip
+    for attr in request.attributes:  # (Scrapy's list of what makes a request, for to_dict)
+        data.setdefault(attr, getattr(request, attr))
+    if type(request) is not Request:
+        data["_class"] = f"{type(request).__module__}.{type(request).__name__}"
+    return data
+
+
+_SEARCH = object()  # a callback to find as Scrapy does
+
+
+def _own_name(value: Any, spider: Spider) -> Any:
+    """The name of the spider's method ``value`` under its own name, ``value`` itself if it
+    is not callable (``None``), else :data:`_SEARCH`."""
+    if not callable(value):
+        return value
+    function = getattr(value, "__func__", None)
+    name = getattr(function, "__name__", "")
+    found = getattr(spider, name, None) if name else None
+    if function is None or getattr(found, "__func__", None) is not function:
+        return _SEARCH
+    return name
 
 
 def _first_not_json(meta: dict[str, Any]) -> str | None:
@@ -334,6 +370,9 @@ def _check(data: dict[str, Any], spider: Spider) -> None:
     for name, kind in (("meta", dict), ("cb_kwargs", dict), ("flags", list)):
         if not isinstance(data.get(name, kind()), kind):
             raise bad(name)
+    dumps_kwargs = data.get("dumps_kwargs", {})
+    if not isinstance(dumps_kwargs, dict) or not set(dumps_kwargs) <= _DUMPS_KWARGS:
+        raise bad("dumps_kwargs")
     priority = data.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool):
         raise bad("priority")
