@@ -4,8 +4,9 @@ a progress bar on stderr."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
+
+from tqdm import tqdm
 
 from scrapy_echo.sim.results import Score
 
@@ -51,25 +52,33 @@ def write_plots(scores: list[Score], out: Path) -> None:
 
 
 class Progress:
-    """A one-line progress bar on stderr, shown only once a run has taken a few seconds."""
+    """A replay's progress on stderr: a bar (tqdm's) on a terminal, once a run has taken a few
+    seconds, and in any case one final line; a log or a pipe gets that line alone."""
+
+    STEPS = 1000
+    DELAY = 3.0  # s before a bar shows: a short replay shows only its final line
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self.started = time.monotonic()
-        self.shown = False
+        self.bar = tqdm(
+            total=self.STEPS,
+            desc=label,
+            disable=None,  # (off when stderr is not a terminal)
+            delay=self.DELAY,
+            leave=False,
+            file=sys.stderr,
+            bar_format="{desc:<28} |{bar:30}| {percentage:5.1f}% {elapsed}<{remaining}",
+        )
 
     def __call__(self, fraction: float) -> None:
-        if time.monotonic() - self.started < 3.0:
-            return
-        self.shown = True
-        bar = "#" * int(30 * fraction)
-        sys.stderr.write(f"\r{self.label:<28} [{bar:<30}] {fraction:6.1%}")
-        sys.stderr.flush()
+        step = min(self.STEPS, int(self.STEPS * fraction))
+        if step > self.bar.n:
+            self.bar.update(step - self.bar.n)
 
     def done(self, seconds: float) -> None:
-        if self.shown:
-            sys.stderr.write(f"\r{self.label:<28} done in {seconds:.1f} s{' ' * 30}\n")
-            sys.stderr.flush()
+        self.bar.close()
+        sys.stderr.write(f"{self.label:<28} done in {seconds:.1f} s\n")
+        sys.stderr.flush()
 
 
 __all__ = ["Progress", "write_plots"]
