@@ -15,7 +15,7 @@ def test_a_source_set_aside_in_dead_is_not_queued_again_but_counts_as_failed(red
         planner, store = worker.planner, worker.store
         rid = source_id(source)
         store.client.hset(store.keys["dead"], rid, b"e|1|{}")  # it crashed every worker
-        added, dead = store.push_checked(worker.token, [(rid, 1.0, "{}"), ("p:1", 2.0, "{}")])
+        added, dead, _ = store.push_checked(worker.token, [(rid, 1.0, "{}"), ("p:1", 2.0, "{}")])
         assert (added, dead) == (1, [rid])
         assert store.client.hexists(store.keys["req"], rid) == 0  # not queued again
         planner.set_aside(dead, 1000.0)
@@ -41,7 +41,7 @@ def test_a_page_whose_refetch_is_set_aside_in_dead_leaves_the_refresh_lane(redis
         chosen = [entry for entry in planner.choose(0, 2000.0) if entry[0] == rid]
         assert chosen, "the due refetch was queued"
         store.client.hset(store.keys["dead"], rid, b"e|1|{}")  # it crashed every worker
-        added, dead = store.push_checked(worker.token, chosen)
+        added, dead, _ = store.push_checked(worker.token, chosen)
         assert (added, dead) == (0, [rid])
         planner.set_aside(dead, 2000.0)
         assert key not in lane.pages

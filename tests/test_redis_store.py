@@ -87,7 +87,7 @@ def test_planner_lease_is_exclusive_and_writes_are_fenced(store):
     time.sleep(0.4)  # A stalls past its lease: B takes over with a new term
     assert store.acquire_solver("B", 300) == 2
     assert store.push("A", [("p:1", 1.0, "{}")]) == -1
-    held, _, _, _, _ = store.poll("A", 1, 300, "0-0", 10)
+    held = store.poll("A", 1, 300, "0-0", 10).held
     assert not held
     assert store.save_snapshot("B", b"state", "0-0")
     assert store.load_snapshot() == (b"state", "0-0")
@@ -163,10 +163,10 @@ def test_events_are_read_after_the_snapshot_and_trimmed_up_to_it(store):
     store.acquire_solver("A", 5000)
     events = [f'{{"n":{i}}}' for i in range(5)]
     store.exchange(Exchange(events=events), **OPTIONS)  # type: ignore[arg-type]
-    _, read, _, _, _ = store.poll("A", 1, 5000, "0-0", 3)
+    read = store.poll("A", 1, 5000, "0-0", 3).events
     assert [raw for _, raw in read] == [b'{"n":0}', b'{"n":1}', b'{"n":2}']
     assert store.save_snapshot("A", b"s", read[-1][0])
-    _, rest, _, _, _ = store.poll("A", 1, 5000, read[-1][0], 10)
+    rest = store.poll("A", 1, 5000, read[-1][0], 10).events
     assert [raw for _, raw in rest] == [b'{"n":3}', b'{"n":4}']
     assert store.client.xlen(store.keys["events"]) <= 3  # trimmed to the snapshot's event
 
@@ -197,14 +197,14 @@ def test_what_users_push_is_taken_only_by_the_lease_holder(store):
     assert store.acquire_solver("B", 300) == 2
     store.client.rpush(store.keys["sources"], "http://a.test/", "http://b.test/")
     store.client.xadd(store.keys["signals"], {"url": "http://a.test/", "ts": "150"})
-    held, _, sources, _, signals = store.poll("A", 1, 300, "0-0", 10)
+    held, _, sources, _, signals, _ = store.poll("A", 1, 300, "0-0", 10)
     assert (held, sources, signals) == (0, [], [])
     assert store.client.llen(store.keys["sources"]) == 2
-    held, _, sources, _, signals = store.poll("B", 2, 300, "0-0", 10)
+    held, _, sources, _, signals, _ = store.poll("B", 2, 300, "0-0", 10)
     assert held == 2 and [url for _, url in sources] == [b"http://a.test/", b"http://b.test/"]
     assert [fields for _, fields in signals] == [{b"url": b"http://a.test/", b"ts": b"150"}]
     pushed = PushedApplied(source=sources[-1][0], signal=signals[-1][0])
-    held, _, sources, _, signals = store.poll("B", 2, 300, "0-0", 10, pushed=pushed)
+    held, _, sources, _, signals, _ = store.poll("B", 2, 300, "0-0", 10, pushed=pushed)
     assert (sources, signals) == ([], [])
 
 

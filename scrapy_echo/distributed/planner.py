@@ -137,6 +137,7 @@ class Planner:
         # already seen, so the planner queues them again (see regained).
         self.queued_pages: dict[str, tuple[float, Request]] = {}
         self._requeue: list[Request] = []
+        self.pushes_seen = 0  # the planner's pushes Redis last counted (see went_back)
         self.dedup = EventDedup()  # events sent twice (a round trip retried) applied once
         self._solves_logged = 0
         self.last_event = "0-0"
@@ -274,6 +275,7 @@ class Planner:
         self.outstanding.clear()
         self.queued_pages.clear()
         self._requeue.clear()
+        self.pushes_seen = 0
         self._saved_at = _SNAPSHOT_NEVER
         self.renewed_at = self.runtime.clock()
         logger.info(
@@ -303,9 +305,30 @@ class Planner:
             len(self.queued_pages),
         )
         self.term = term
+        self._queue_again()
+
+    def went_back(self, pushes: int) -> None:
+        """Redis came back from an older copy of its data (a snapshot taken before a
+        restart, a replica promoted before it caught up): it still knows this planner's
+        term, but counts ``pushes`` fewer than it answered before. The queue lost what came
+        after that copy: queued again, as in :meth:`regained` (what the queue still holds is
+        not queued twice: a push skips a request queued, leased or done)."""
+        logger.warning(
+            "ECHO: Redis went back to an older copy of its data (%d planner pushes counted, "
+            "%d before); planner term %d saves its state and queues again %d pages",
+            pushes,
+            self.pushes_seen,
+            self.term,
+            len(self.queued_pages),
+        )
+        self._queue_again()
+
+    def _queue_again(self) -> None:
+        """Save the state at once; queue again the pages not reported fetched, and let the
+        policy choose the sources' crawls again."""
         self._saved_at = _SNAPSHOT_NEVER
         self.outstanding.clear()
-        self._requeue = [request for _, request in self.queued_pages.values()]
+        self._requeue += [request for _, request in self.queued_pages.values()]
         self.queued_pages.clear()
 
     def set_aside(self, rids: list[str], now: float) -> None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from scrapy_echo.crawler.runtime import EchoRuntime
     from scrapy_echo.distributed.fleet_politeness import FleetPoliteness
     from scrapy_echo.distributed.iothread import RedisThread
-    from scrapy_echo.distributed.store import PushedApplied, RedisStore
+    from scrapy_echo.distributed.store import Pushed, PushedApplied, RedisStore
 
 
 logger = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class PlannerRound:
                 planner.regained(detail)
                 host.inc_stat("echo/redis/planner_regained")
             return None
-        (held, events, sources, depth, signals), delays = detail
+        (held, events, sources, depth, signals, pushes), delays = detail
         if delays is not None:
             host.fleet.update(delays)
         if not held:
@@ -123,6 +123,10 @@ class PlannerRound:
         if held != planner.term:
             planner.regained(held)
             host.inc_stat("echo/redis/planner_regained")
+        elif pushes < planner.pushes_seen:
+            planner.went_back(pushes)
+            host.inc_stat("echo/redis/went_back")
+        planner.pushes_seen = pushes
         planner.renewed_at = now
         planner.apply(events, sources, now)
         planner.take_signals(signals)
@@ -134,9 +138,7 @@ class PlannerRound:
         chosen = planner.choose(depth, now)
         if not chosen:
             return None
-        pushed: Deferred[tuple[int, list[str]]] = host.io.run(
-            host.store.push_checked, host.token, chosen
-        )
+        pushed: Deferred[Pushed] = host.io.run(host.store.push_checked, host.token, chosen)
         return pushed.addCallbacks(self._pushed, self._push_failed)
 
     def _save(self, captured: snapshots.Captured, event_id: str, pushed: PushedApplied) -> None:
@@ -172,8 +174,9 @@ class PlannerRound:
         self.host.inc_stat("echo/redis/planner_take_over_failed")
         self.host.planner.give_up_lease("it could not take over")
 
-    def _pushed(self, result: tuple[int, list[str]]) -> None:
-        added, dead = result
+    def _pushed(self, result: Pushed) -> None:
+        added, dead, pushes = result
+        self.host.planner.pushes_seen = max(self.host.planner.pushes_seen, pushes)
         if added < 0:
             # Another worker holds the lease: it took over, or Redis lost its data and it
             # took the empty lease before this planner's next renewal. That renewal tells

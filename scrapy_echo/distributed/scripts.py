@@ -310,13 +310,15 @@ return {out, dead, malformed, acked, t}
 """
 )
 
-# KEYS: queue, plainq, req, done, solver, dead
+# KEYS: queue, plainq, req, done, solver, dead, counters
 # ARGV: token ('' for a worker's plain requests), then rid, lane, score, slot, json per
-# request. Returns {added, {ids set aside in dead: not queued again}}; {-1, {}} if not the
-# lease holder.
+# request. Returns {added, {ids set aside in dead: not queued again}, pushes}; {-1, {}, 0} if
+# not the lease holder. ``pushes`` counts the planner's pushes in ``counters``: it only grows,
+# so a planner that later reads it lower knows Redis lost its writes since (it came back from
+# an older copy) and queues again what it has outstanding.
 PUSH = """
 if ARGV[1] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[1] then
-  return {-1, {}}
+  return {-1, {}, 0}
 end
 local added, dead = 0, {}
 for i = 2, #ARGV, 5 do
@@ -330,7 +332,15 @@ for i = 2, #ARGV, 5 do
     added = added + 1
   end
 end
-return {added, dead}
+local pushes = 0
+if ARGV[1] ~= '' then
+  pushes = redis.pcall('HINCRBY', KEYS[7], 'planner_pushes', 1)
+  if type(pushes) ~= 'number' then  -- not an integer there: count from here
+    redis.call('HSET', KEYS[7], 'planner_pushes', 1)
+    pushes = 1
+  end
+end
+return {added, dead, pushes}
 """
 
 # KEYS: leases, req, owners; ARGV: lease_ms, token ('' leaves fleet politeness out), then

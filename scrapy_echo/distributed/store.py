@@ -95,6 +95,15 @@ class Polled(NamedTuple):
     sources: list[tuple[str, bytes]]  # (id in sources_taken, URL) pushed by users
     depth: int  # requests in ECHO's queue
     signals: list[tuple[str, dict[bytes, bytes]]]  # (id, fields) added by users
+    pushes: int = 0  # the planner's pushes Redis has counted (see scripts.PUSH)
+
+
+class Pushed(NamedTuple):
+    """What :meth:`RedisStore.push_checked` did."""
+
+    added: int  # requests queued; -1 if this worker no longer holds the planner's lease
+    dead: list[str]  # ids set aside in ``dead``: not queued again
+    pushes: int  # the planner's pushes Redis has counted, this one included
 
 
 def _stream_entries(entries: Any) -> list[tuple[str, dict[bytes, bytes]]]:
@@ -227,7 +236,8 @@ class RedisStore:
             batched.run(self._renew, keys, [lease_ms, token, *batch.renew])
             parts.append("renew")
         if batch.plain:
-            batched.run(self._push, self._k("queue", "plainq", "req", "done", "solver", "dead"),
+            batched.run(self._push, self._k("queue", "plainq", "req", "done", "solver", "dead",
+                                            "counters"),
                         ["", *_flat(batch.plain, "p")])  # fmt: skip
             parts.append("plain")
         for kind in batch.rejected:
@@ -287,13 +297,15 @@ class RedisStore:
         pipe.zcard(self.keys["queue"])
         batched.run(self._take_signals, self._k("solver", "signals"),
                     [token, pushed.signal, SIGNALS_PER_ROUND])  # fmt: skip
-        *_, held, events, sources, depth, signals = batched.execute()
+        pipe.hget(self.keys["counters"], "planner_pushes")
+        *_, held, events, sources, depth, signals, pushes = batched.execute()
         return Polled(
             int(held),
             [(eid.decode(), fields.get(b"d", b"")) for eid, fields in events],
             [(sid.decode(), url) for sid, url in sources],
             int(depth),
             _stream_entries(signals),
+            _count(pushes),
         )
 
     def reported_delays(self) -> dict[str, float]:
@@ -311,13 +323,13 @@ class RedisStore:
 
     def push_checked(
         self, token: str, requests: list[Queued] | list[tuple[str, float, str]]
-    ) -> tuple[int, list[str]]:
-        """:meth:`push`, and the ids of those set aside in ``dead`` (not queued again: the
-        planner then counts a source's crawl as failed). A request without a slot (three
-        fields) is queued outside fleet politeness."""
-        keys = self._k("queue", "plainq", "req", "done", "solver", "dead")
-        added, dead = self._push(keys, [token, *_flat(requests, "e")])
-        return int(added), [rid.decode() for rid in dead]
+    ) -> Pushed:
+        """:meth:`push`, the ids of those set aside in ``dead`` (not queued again: the
+        planner then counts a source's crawl as failed) and the planner's pushes counted. A
+        request without a slot (three fields) is queued outside fleet politeness."""
+        keys = self._k("queue", "plainq", "req", "done", "solver", "dead", "counters")
+        added, dead, pushes = self._push(keys, [token, *_flat(requests, "e")])
+        return Pushed(int(added), [rid.decode() for rid in dead], int(pushes))
 
     def save_snapshot(
         self,
@@ -396,6 +408,16 @@ class RedisStore:
 
 _READ_TRIES = 3  # reads of a state saved over while it is read
 _HEAD = ["event", "size", "saves"]  # a save changes its count of saves at least
+
+
+def _count(stored: bytes | None) -> int:
+    """A counter read from Redis; 0 for none, or for what is not a count (then, to the
+    planner, Redis went back: it queues again what it has outstanding, which costs nothing
+    that was not lost)."""
+    try:
+        return max(0, int(stored)) if stored is not None else 0
+    except ValueError:
+        return 0
 
 
 def _delays(stored: dict[bytes, bytes]) -> dict[str, float]:
