@@ -85,6 +85,7 @@ def test_a_redis_back_from_an_older_copy_gets_the_pages_it_lost_queued_again(red
         worker.planner_round.handle("poll", (polled, None))
         assert worker.crawler.stats.get_value("echo/redis/went_back") == 1
         assert planner.term == 1  # the same term: Redis knew it
+
         # That round queued them again (its push runs on the worker's Redis thread).
         def stored() -> set[str]:
             return {rid.decode() for rid in client.hkeys(store.keys["req"])}
