@@ -35,7 +35,8 @@ from scrapy_redis.queue import PriorityQueue
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scrapy_echo.distributed.store import Exchange, FleetRules, RedisStore  # noqa: E402
+from scrapy_echo.distributed.store import RedisStore  # noqa: E402
+from scrapy_echo.distributed.store_messages import Exchange, FleetRules  # noqa: E402
 from scrapy_echo.distributed.wire import decode_request, encode_request  # noqa: E402
 from tests.conftest import RedisServer  # noqa: E402
 

@@ -43,7 +43,8 @@ from scrapy_echo.core import snapshot as snapshots  # noqa: E402
 from scrapy_echo.core.events import PageFetched, SourceFetched, to_json  # noqa: E402
 from scrapy_echo.distributed.dedup import stamp  # noqa: E402
 from scrapy_echo.distributed.request_ids import page_id  # noqa: E402
-from scrapy_echo.distributed.store import Exchange, FleetRules, Kept, RedisStore  # noqa: E402
+from scrapy_echo.distributed.store import RedisStore  # noqa: E402
+from scrapy_echo.distributed.store_messages import Exchange, FleetRules, Kept  # noqa: E402
 from scrapy_echo.distributed.wire import encode_request  # noqa: E402
 from tests.conftest import RedisServer  # noqa: E402
 

@@ -11,7 +11,8 @@ import uuid
 import pytest
 import redis
 
-from scrapy_echo.distributed.store import Exchange, Kept, RedisStore
+from scrapy_echo.distributed.store import RedisStore
+from scrapy_echo.distributed.store_messages import Exchange, Kept
 
 OPTIONS = {"lease_ms": 60_000, "rate": 0.0, "burst": 1.0, "plain_share": 0.5,
            "done_ttl_ms": 60_000, "max_attempts": 0}  # fmt: skip

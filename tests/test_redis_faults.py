@@ -28,7 +28,8 @@ from scrapy_echo.core.events import (
 )
 from scrapy_echo.distributed.dedup import EventDedup, stamp
 from scrapy_echo.distributed.scheduler import DistributedScheduler
-from scrapy_echo.distributed.store import Exchange, RedisStore, Reply, key_base
+from scrapy_echo.distributed.store import RedisStore, key_base
+from scrapy_echo.distributed.store_messages import Exchange, Reply
 from scrapy_echo.distributed.wire import encode_request
 
 OPTIONS: dict[str, Any] = {"lease_ms": 300, "rate": 0.0, "burst": 1.0, "plain_share": 0.5,

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from scrapy_echo.core.events import SourceFetched
-from scrapy_echo.distributed.store import Pushed
+from scrapy_echo.distributed.store_messages import Pushed
 from tests.test_redis_faults import planning_worker
 
 

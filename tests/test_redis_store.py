@@ -10,7 +10,8 @@ import uuid
 import pytest
 import redis
 
-from scrapy_echo.distributed.store import SNAPSHOT_BLOCK, Exchange, PushedApplied, RedisStore
+from scrapy_echo.distributed.store import SNAPSHOT_BLOCK, RedisStore
+from scrapy_echo.distributed.store_messages import Exchange, PushedApplied
 
 OPTIONS = {"lease_ms": 300, "rate": 0.0, "burst": 1.0, "plain_share": 0.5, "done_ttl_ms": 60_000,
            "max_attempts": 5}  # fmt: skip

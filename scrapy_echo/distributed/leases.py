@@ -20,7 +20,7 @@ from scrapy_echo.distributed.wire import InvalidPayload
 if TYPE_CHECKING:
     from scrapy import Request
 
-    from scrapy_echo.distributed.store import Reply
+    from scrapy_echo.distributed.store_messages import Reply
 
 logger = logging.getLogger(__name__)
 

@@ -49,7 +49,7 @@ from scrapy_echo.distributed.request_ids import (
     request_id,
     source_id,
 )
-from scrapy_echo.distributed.store import PushedApplied
+from scrapy_echo.distributed.store_messages import PushedApplied
 from scrapy_echo.model.decisions.policies import Policy
 from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.model.intervals.plan import Plan
@@ -58,7 +58,8 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
 
     from scrapy_echo.crawler.runtime import EchoRuntime
-    from scrapy_echo.distributed.store import Queued, RedisStore
+    from scrapy_echo.distributed.store import RedisStore
+    from scrapy_echo.distributed.store_messages import Queued
 
 logger = logging.getLogger(__name__)
 

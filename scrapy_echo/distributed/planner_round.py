@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from scrapy_echo.crawler.runtime import EchoRuntime
     from scrapy_echo.distributed.fleet_politeness import FleetPoliteness
     from scrapy_echo.distributed.iothread import RedisThread
-    from scrapy_echo.distributed.store import Pushed, PushedApplied, RedisStore
+    from scrapy_echo.distributed.store import RedisStore
+    from scrapy_echo.distributed.store_messages import Pushed, PushedApplied
 
 
 logger = logging.getLogger(__name__)

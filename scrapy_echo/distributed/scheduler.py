@@ -51,7 +51,8 @@ from scrapy_echo.distributed.iothread import RedisThread
 from scrapy_echo.distributed.leases import HeldLeases
 from scrapy_echo.distributed.planner import Planner
 from scrapy_echo.distributed.planner_round import PlannerRound
-from scrapy_echo.distributed.store import Exchange, FleetRules, RedisStore, Reply, key_base
+from scrapy_echo.distributed.store import RedisStore, key_base
+from scrapy_echo.distributed.store_messages import Exchange, FleetRules, Reply
 from scrapy_echo.distributed.wire import RequestRules
 from scrapy_echo.inputs import source_control
 from scrapy_echo.inputs.source_control import SOURCES_POLL, SourcesFile
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 
     from scrapy_echo.core import snapshot as snapshots
     from scrapy_echo.crawler.runtime import EchoRuntime
-    from scrapy_echo.distributed.store import PushedApplied
+    from scrapy_echo.distributed.store_messages import PushedApplied
 
 logger = logging.getLogger(__name__)
 

@@ -7,13 +7,26 @@ the reactor. Keys are ``{<ECHO_REDIS_KEY_PREFIX>:<spider>}:<name>`` (:func:`key_
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING
 
 from scrapy_echo.distributed import planner_scripts, scripts
 from scrapy_echo.distributed.script_batch import ScriptBatch
+from scrapy_echo.distributed.store_messages import (
+    Exchange,
+    FleetRules,
+    Kept,
+    Polled,
+    Pushed,
+    PushedApplied,
+    Queued,
+    Reply,
+    push_arguments,
+    read_count,
+    read_delays,
+    read_reply,
+    stream_entries,
+)
 
 if TYPE_CHECKING:
     import redis
@@ -62,110 +75,6 @@ SIGNALS_PER_ROUND = 1000
 SOURCES_PER_ROUND = 100  # sources users pushed, taken by the planner per round
 SNAPSHOT_BLOCK = 4 << 20  # bytes of saved state per command
 _STAGED_TTL_MS = 600_000
-
-
-@dataclass(frozen=True)
-class Kept:
-    """How many entries the keys that only grow keep (the oldest go first): requests set aside
-    in ``dead`` (those dropped are counted, ``dead_dropped``), the re-solves logged in
-    ``solves`` and the planner terms in ``solver_log``. Each term's line must outlive its
-    planner's stalls: a planner whose line was dropped steps down rather than take the lease
-    back (:data:`.planner_scripts.RENEW_SOLVER`), so the log keeps many."""
-
-    dead: int = 10_000
-    solves: int = 10_000
-    solver_log: int = 10_000
-
-
-@dataclass(frozen=True)
-class PushedApplied:
-    """The last pushed source and signal the planner applied (their ids in the
-    ``sources_taken`` and ``signals`` streams; ``"0-0"``: none): where it reads on, and what
-    the save of its state removes from Redis."""
-
-    source: str = "0-0"
-    signal: str = "0-0"
-
-
-class Polled(NamedTuple):
-    """What the planner's round trip brought back (:meth:`RedisStore.poll`)."""
-
-    held: int  # the term it holds, a new one if it took the lease back, 0 if lost
-    events: list[tuple[str, bytes]]  # (id, event)
-    sources: list[tuple[str, bytes]]  # (id in sources_taken, URL) pushed by users
-    depth: int  # requests in ECHO's queue
-    signals: list[tuple[str, dict[bytes, bytes]]]  # (id, fields) added by users
-    pushes: int = 0  # the planner's pushes Redis has counted (see scripts.PUSH)
-
-
-class Pushed(NamedTuple):
-    """What :meth:`RedisStore.push_checked` did."""
-
-    added: int  # requests queued; -1 if this worker no longer holds the planner's lease
-    dead: list[str]  # ids set aside in ``dead``: not queued again
-    pushes: int  # the planner's pushes Redis has counted, this one included
-
-
-def _stream_entries(entries: Any) -> list[tuple[str, dict[bytes, bytes]]]:
-    """Each stream entry's id and fields (a script returns them as flat lists); fields of any
-    other shape give an empty dict, which the intake counts as a row missing its fields."""
-    rows: list[tuple[str, dict[bytes, bytes]]] = []
-    for entry_id, flat in entries or ():
-        if not isinstance(flat, list) or len(flat) % 2:
-            flat = []
-        rows.append((entry_id.decode(), dict(zip(flat[::2], flat[1::2], strict=True))))
-    return rows
-
-
-@dataclass(frozen=True)
-class FleetRules:
-    """Fleet politeness for one worker's round trips (:mod:`.scripts`): its token, the delay
-    of a slot no worker reported, and how far ahead a slot's turn may be to lease now."""
-
-    token: str
-    default_delay_ms: int
-    horizon_ms: int
-
-
-# A queued request: id, score, stored JSON, download slot ('' for none).
-Queued = tuple[str, float, str, str]
-
-
-@dataclass
-class Exchange:
-    """What a worker sends and asks for in one round trip."""
-
-    events: list[str] = field(default_factory=list)
-    acks: list[str] = field(default_factory=list)
-    renew: list[str] = field(default_factory=list)
-    plain: list[Queued] = field(default_factory=list)
-    rejected: list[str] = field(default_factory=list)  # kinds of payloads refused
-    delays: dict[str, float] = field(default_factory=dict)  # slot -> its delay now (s)
-    want: int = 0
-
-    def put_back(self, batch: Exchange) -> None:
-        """What ``batch`` carried (not renewals: they are asked afresh), to go in front of
-        what this one holds: sent again, in order."""
-        self.events[:0] = batch.events
-        self.acks[:0] = batch.acks
-        self.plain[:0] = batch.plain
-        self.rejected[:0] = batch.rejected
-        self.delays = {**batch.delays, **self.delays}
-
-
-@dataclass
-class Reply:
-    """What a round trip brought back."""
-
-    leased: list[tuple[str, bytes]] = field(default_factory=list)  # (lease member, payload)
-    lost: list[str] = field(default_factory=list)  # renewals refused: leases no longer held
-    dead: list[str] = field(default_factory=list)  # request ids set aside in ``dead``
-    malformed: int = 0  # stored entries removed, not requests
-    # What did not take effect (a command failed inside the transaction, which still
-    # committed the rest): to send again, and only that.
-    unsent: Exchange = field(default_factory=Exchange)
-    errors: list[str] = field(default_factory=list)
-    server: float | None = None  # Redis's clock (s), for the fleet's clock
 
 
 class RedisStore:
@@ -238,7 +147,7 @@ class RedisStore:
         if batch.plain:
             batched.run(self._push, self._k("queue", "plainq", "req", "done", "solver", "dead",
                                             "counters"),
-                        ["", *_flat(batch.plain, "p")])  # fmt: skip
+                        ["", *push_arguments(batch.plain, "p")])  # fmt: skip
             parts.append("plain")
         for kind in batch.rejected:
             pipe.hincrby(self.keys["counters"], f"rejected:{kind}", 1)
@@ -255,7 +164,7 @@ class RedisStore:
                  done_ttl_ms, *batch.acks],
             )  # fmt: skip
             parts.append("lease")
-        return _reply(batch, parts, batched.execute(raise_on_error=False))
+        return read_reply(batch, parts, batched.execute(raise_on_error=False))
 
     # -- the planner -----------------------------------------------------------------------
     def acquire_solver(self, token: str, lease_ms: int) -> int:
@@ -304,13 +213,13 @@ class RedisStore:
             [(eid.decode(), fields.get(b"d", b"")) for eid, fields in events],
             [(sid.decode(), url) for sid, url in sources],
             int(depth),
-            _stream_entries(signals),
-            _count(pushes),
+            stream_entries(signals),
+            read_count(pushes),
         )
 
     def reported_delays(self) -> dict[str, float]:
         """The download slots' delays as their workers last reported them."""
-        return _delays(self.client.hgetall(self.keys["host_delay"]))  # type: ignore[arg-type]
+        return read_delays(self.client.hgetall(self.keys["host_delay"]))  # type: ignore[arg-type]
 
     def renew_solver(self, token: str, term: int, lease_ms: int) -> int:
         """Only renew the planner lease (as :meth:`poll` does): the term held, or 0."""
@@ -328,7 +237,7 @@ class RedisStore:
         planner then counts a source's crawl as failed) and the planner's pushes counted. A
         request without a slot (three fields) is queued outside fleet politeness."""
         keys = self._k("queue", "plainq", "req", "done", "solver", "dead", "counters")
-        added, dead, pushes = self._push(keys, [token, *_flat(requests, "e")])
+        added, dead, pushes = self._push(keys, [token, *push_arguments(requests, "e")])
         return Pushed(int(added), [rid.decode() for rid in dead], int(pushes))
 
     def save_snapshot(
@@ -410,29 +319,6 @@ _READ_TRIES = 3  # reads of a state saved over while it is read
 _HEAD = ["event", "size", "saves"]  # a save changes its count of saves at least
 
 
-def _count(stored: bytes | None) -> int:
-    """A counter read from Redis; 0 for none, or for what is not a count (then, to the
-    planner, Redis went back: it queues again what it has outstanding, which costs nothing
-    that was not lost)."""
-    try:
-        return max(0, int(stored)) if stored is not None else 0
-    except ValueError:
-        return 0
-
-
-def _delays(stored: dict[bytes, bytes]) -> dict[str, float]:
-    """The slots' reported delays; a value that is not a finite number >= 0 is left out."""
-    delays = {}
-    for key, value in stored.items():
-        try:
-            delay = float(value)
-        except ValueError:
-            continue
-        if math.isfinite(delay) and delay >= 0:
-            delays[key.decode(errors="replace")] = delay
-    return delays
-
-
 def _blocks(parts: list[bytes]) -> Iterator[bytes]:
     """``parts`` regrouped into blocks of at most :data:`SNAPSHOT_BLOCK` bytes."""
     pending: list[bytes] = []
@@ -447,47 +333,3 @@ def _blocks(parts: list[bytes]) -> Iterator[bytes]:
             size += len(piece)
     if pending:
         yield b"".join(pending)
-
-
-def _flat(requests: Any, lane: str) -> list[Any]:
-    """The PUSH script's arguments for ``requests`` of ``lane``."""
-    flat: list[Any] = []
-    for rid, score, payload, *slot in requests:
-        # '|' separates an entry's fields; no host name has one.
-        flat += [rid, lane, repr(score), (slot[0] if slot else "").replace("|", "%7C"), payload]
-    return flat
-
-
-def _reply(batch: Exchange, parts: list[str], answers: list[Any]) -> Reply:
-    """The transaction's answers, one per command of ``parts``, as a :class:`Reply`."""
-    reply = Reply()
-    unsent = reply.unsent
-    events, rejected = iter(batch.events), iter(batch.rejected)
-    for part, answer in zip(parts, answers, strict=True):
-        failed = isinstance(answer, Exception)
-        if failed:
-            reply.errors.append(f"{part}: {answer}")
-        if part == "event":
-            event = next(events)
-            unsent.events += [event] if failed else []
-        elif part == "rejected":
-            kind = next(rejected)
-            unsent.rejected += [kind] if failed else []
-        elif failed and part == "lease":
-            unsent.acks = batch.acks  # (leases are asked again)
-        elif failed and part == "plain":
-            unsent.plain = batch.plain
-        elif failed and part == "delays":
-            unsent.delays = batch.delays
-        elif failed:
-            continue  # renewals go again at the next renewal; leases are asked again
-        elif part == "time":
-            reply.server = answer[0] + answer[1] / 1e6
-        elif part == "renew":
-            reply.lost = [member.decode() for member in answer]
-        elif part == "lease":
-            out, dead, reply.malformed, _, now = answer
-            reply.server = int(now[0]) + int(now[1]) / 1e6
-            reply.leased = [(out[i].decode(), out[i + 1]) for i in range(0, len(out), 2)]
-            reply.dead = [rid.decode() for rid in dead]
-    return reply
