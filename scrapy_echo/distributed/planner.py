@@ -21,13 +21,10 @@ import json
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import replace
+from typing import TYPE_CHECKING, Protocol
 
 from scrapy_echo.core import snapshot as snapshots
-from scrapy_echo.core.codec import CodecError
-from scrapy_echo.core.collector import collector_paused
-from scrapy_echo.core.crawl import CrawlCore
 from scrapy_echo.core.events import (
     Event,
     InvalidEvent,
@@ -37,11 +34,10 @@ from scrapy_echo.core.events import (
     SourceNotModified,
     from_json,
 )
-from scrapy_echo.core.hosts import SourceHosts
-from scrapy_echo.core.view import CrawlView
 from scrapy_echo.crawler.settings import read_sources
 from scrapy_echo.distributed.clock import MAX_AHEAD
 from scrapy_echo.distributed.dedup import EventDedup
+from scrapy_echo.distributed.planner_loading import Loaded, rebuild
 from scrapy_echo.distributed.request_ids import (
     kind_of,
     page_id,
@@ -50,9 +46,7 @@ from scrapy_echo.distributed.request_ids import (
     source_id,
 )
 from scrapy_echo.distributed.store_messages import PushedApplied
-from scrapy_echo.model.decisions.policies import Policy
 from scrapy_echo.model.decisions.registry import make_policy
-from scrapy_echo.model.intervals.plan import Plan
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -71,27 +65,6 @@ _SNAPSHOT_NEVER = -math.inf
 _PAGES_KEPT_LEASES = 4
 _SAVE_SHARE_INVERSE = 10
 _RETRY_AFTER_LEASES = 10  # a worker that gave the lease up tries again after this many
-
-
-@dataclass
-class Loaded:
-    """A saved state read and rebuilt off the reactor (:meth:`Planner.load`)."""
-
-    ticket: int
-    state: CrawlView | None = None  # None: none saved, or unreadable (then ``error``)
-    # A fresh policy, with what the saved one kept (a BFS cycle, the exploration bandit).
-    policy: Policy | None = None
-    hosts: SourceHosts | None = None  # the state's sources' hosts, looked up
-    last_event: str = "0-0"
-    feeds: Any = None
-    dedup: EventDedup = field(default_factory=EventDedup)
-    refused: int = 0
-    error: str | None = None  # unreadable (set aside in Redis, the crawl starts afresh)
-    newer: str | None = None  # written by a newer build: left for a worker that reads it
-    dedup_error: str | None = None
-    # The state's first plan, made on the loading thread too (with the budget it planned).
-    plan: Plan | None = None
-    budget: float = 0.0
 
 
 class PlannerHost(Protocol):
@@ -187,52 +160,12 @@ class Planner:
         return self._loading
 
     def load(self, loaded: tuple[bytes | list[bytes], str] | None, ticket: int) -> Loaded:
-        """On any thread: the saved state ``loaded`` rebuilt apart from the runtime."""
-        out = Loaded(ticket)
-        if loaded is None:
-            return out
-        data, event = loaded
-        try:
-            with collector_paused(keep=True):  # millions of objects made, none to collect
-                saved = snapshots.read(data)
-                decode = self.scheduler.decode
-                policy = make_policy(self.config.policy)
-                out.state, _, out.refused = snapshots.restore(self.config, saved, decode, policy)
-                out.hosts = SourceHosts()
-                out.hosts.sites(out.state.sources)  # (hosts and sites: the plan needs both)
-            out.policy = policy
-        except snapshots.NewerVersion as exc:
-            out.newer = str(exc)
-            return out
-        except CodecError as exc:
-            out.error = str(exc)
-            return out
-        except (RecursionError, MemoryError, ArithmeticError, LookupError, TypeError) as exc:
-            # (A state nested or shaped beyond what the decoder checks: unreadable as well.)
-            out.error = f"{type(exc).__name__}: {exc!s:.200}"
-            return out
-        self._first_plan(out)
-        out.last_event, out.feeds = event, saved.get("feeds")
-        if "events_applied" in saved:
-            try:
-                out.dedup = EventDedup.from_data(saved["events_applied"])
-            except ValueError as exc:
-                out.dedup_error = str(exc)
-        return out
-
-    def _first_plan(self, out: Loaded) -> None:
-        """On the loading thread: the loaded state's first re-solve (seconds at 100 k
-        sources, with a click fit), on a core of its own until :meth:`take_over` installs the
-        state. If it fails, :meth:`take_over` re-solves on the reactor, as without it."""
-        assert out.state is not None and out.policy is not None
+        """On any thread: the saved state ``loaded`` rebuilt apart from the runtime, and its
+        first plan made (:func:`.planner_loading.rebuild`)."""
         budget, capacity = self._plan_inputs
-        core = CrawlCore(self.config, out.policy)
-        core.reset(out.state, out.policy, out.hosts)
-        try:
-            out.plan, out.budget = core.replan(self.runtime.clock(), budget, capacity), budget
-        except Exception:
-            logger.exception("ECHO could not plan the saved state while loading it; "
-                             "planning it again once installed")  # fmt: skip
+        return rebuild(
+            loaded, ticket, self.config, self.scheduler.decode, self.runtime.clock, budget, capacity
+        )
 
     def take_over(self, loaded: Loaded) -> None:
         """In the reactor, once :meth:`load` is done: the saved state, or a fresh one."""
