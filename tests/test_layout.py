@@ -14,7 +14,15 @@ import scrapy_echo
 PACKAGE = Path(scrapy_echo.__file__).parent
 # The settings paths users write (``scrapy_echo.scheduler.EchoScheduler``, ...): re-exports of
 # the classes in ``crawler/``, so their names stand twice with one meaning.
-PUBLIC_PATHS = {"scheduler", "dupefilter", "downloadermw", "spidermw", "extension", "signals"}
+PUBLIC_PATHS = {
+    "scheduler",
+    "dupefilter",
+    "downloadermw",
+    "spidermw",
+    "extension",
+    "signals",
+    "metrics",
+}
 
 
 def modules() -> dict[str, ast.Module]:

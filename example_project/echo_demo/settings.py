@@ -52,6 +52,11 @@ ECHO_REDIS_QUEUE_AHEAD = 2.0  # default 2 s
 # ECHO_REDIS_DUPEFILTER_TTL: ECHO_DUPEFILTER_TTL's former name, still read in distributed mode
 ECHO_REDIS_POLL_INTERVAL = 0.1  # default 0.1 s
 
+# Metrics for Prometheus (pip install 'scrapy-echo[metrics]'; docs/metrics.rst): a port
+# serves them at http://127.0.0.1:<port>/metrics while the crawl runs.
+ECHO_METRICS_PORT = None  # default None: no endpoint; 0: any free port (logged)
+ECHO_METRICS_ADDRESS = "127.0.0.1"  # default; "0.0.0.0" to be scraped from elsewhere
+ECHO_METRICS_SOURCES = 20  # default 20 sources labelled by value; the rest summed
 # Scrapy's project template sets this too (the ECHO add-on would turn it on anyway): here it
 # holds for the baseline spider as well, which runs without the add-on, so both crawlers ask
 # the embedded site for its robots.txt alike (it has none: a 404, which allows everything).

@@ -80,4 +80,8 @@ DEFAULTS: dict[str, Any] = {
     # Scrapy's keys that steer a request, ECHO's own, those of plugins that fetch another way.
     "ECHO_REDIS_META_ALLOW": [],
     "ECHO_REDIS_META_REFUSE": [],  # further keys (or patterns) refused; ["*"]: known keys only
+    # Metrics for Prometheus (docs/metrics.rst; needs scrapy-echo[metrics])
+    "ECHO_METRICS_PORT": None,  # port of the /metrics endpoint; None: none served
+    "ECHO_METRICS_ADDRESS": "127.0.0.1",  # address it listens on ("0.0.0.0": every one)
+    "ECHO_METRICS_SOURCES": 20,  # sources with labels of their own, by value; the rest summed
 }

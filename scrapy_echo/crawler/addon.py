@@ -42,7 +42,10 @@ class Addon:
             "scrapy_echo.spidermw.EchoSpiderMiddleware": 950,
             "scrapy_echo.spidermw.EchoLinkCollector": 10,
         }
-        EXTENSIONS = {"scrapy_echo.extension.EchoExtension": 500}
+        EXTENSIONS = {
+            "scrapy_echo.extension.EchoExtension": 500,
+            "scrapy_echo.metrics.EchoMetrics": 510,  # with ECHO_METRICS_PORT (metrics.rst)
+        }
     """
 
     def update_settings(self, settings: BaseSettings) -> None:
@@ -51,6 +54,7 @@ class Addon:
         from scrapy_echo.crawler.downloadermw import EchoDownloaderMiddleware
         from scrapy_echo.crawler.extension import EchoExtension
         from scrapy_echo.crawler.link_collector import ORDER, EchoLinkCollector
+        from scrapy_echo.crawler.metrics import EchoMetrics
         from scrapy_echo.crawler.spidermw import EchoSpiderMiddleware
 
         scheduler = (
@@ -72,6 +76,8 @@ class Addon:
             "SPIDER_MIDDLEWARES", EchoLinkCollector, ORDER
         )
         settings.setdefault_in_component_priority_dict("EXTENSIONS", EchoExtension, 500)
+        # (It serves nothing unless ECHO_METRICS_PORT is set.)
+        settings.setdefault_in_component_priority_dict("EXTENSIONS", EchoMetrics, 510)
         _obey_robots_txt_by_default(settings)
 
 

@@ -16,6 +16,7 @@ from scrapy_echo.core.crawl import CrawlCore
 from scrapy_echo.core.events import (
     ClicksArrived,
     Event,
+    PageFetched,
     SignalsArrived,
     SourceAdded,
     SourceFailed,
@@ -25,6 +26,7 @@ from scrapy_echo.core.pages import NewPage
 from scrapy_echo.core.seen import Housekeeping
 from scrapy_echo.crawler.echo_requests import page_request
 from scrapy_echo.crawler.link_batch import LinkBatch
+from scrapy_echo.crawler.page_delays import PageDelays
 from scrapy_echo.crawler.settings import EchoConfig, read_sources
 from scrapy_echo.crawler.signals import page_found, source_retired
 from scrapy_echo.crawler.throughput import LaneShare, Throughput
@@ -88,6 +90,10 @@ class EchoRuntime:
         # Gives back the budget slot of a request that was never sent (robots.txt forbade it).
         self.refund: Callable[[], None] | None = None
         self._address_guard: AddressGuard | None = None
+        # For the metrics endpoint: how long new pages waited, and the re-solves' time.
+        self.delays = PageDelays()
+        self.solve_seconds = 0.0  # all re-solves this process made (not those made loading)
+        self.last_solve_seconds = 0.0
 
     # The core's parts, read-only here: only the core changes them (CrawlCore.reset).
     @property
@@ -136,7 +142,11 @@ class EchoRuntime:
         """Fresh estimates, a fresh schedule; one summary line in the log."""
         budget = self.plan_budget()
         capacity = self.politeness.capacity if self.politeness is not None else None
-        return self.replanned(self.core.replan(self.clock(), budget, capacity), budget)
+        started = time.perf_counter()
+        plan = self.core.replan(self.clock(), budget, capacity)
+        self.last_solve_seconds = time.perf_counter() - started
+        self.solve_seconds += self.last_solve_seconds
+        return self.replanned(plan, budget)
 
     def plan_budget(self) -> float:
         """What a re-solve now plans to spend (pages/s): the budget less the plain lane's
@@ -244,6 +254,8 @@ class EchoRuntime:
             self.signal_intake.push(event.rows)
             return []
         pages = self.core.apply(event)
+        if isinstance(event, PageFetched) and not event.refresh:
+            self.delays.fetched(event.source, appeared=event.appeared, t=event.t)
         if isinstance(event, SourceFailed):
             status = self.core.status_of(event.url)
             if (

@@ -86,6 +86,9 @@ class EchoConfig:
     redis_max_attempts: int
     redis_meta_allow: tuple[str, ...]
     redis_meta_refuse: tuple[str, ...]
+    metrics_port: int | None
+    metrics_address: str
+    metrics_sources: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> EchoConfig:
@@ -163,6 +166,9 @@ class EchoConfig:
             redis_max_attempts=get.integer("ECHO_REDIS_MAX_ATTEMPTS"),
             redis_meta_allow=get.names("ECHO_REDIS_META_ALLOW"),
             redis_meta_refuse=get.names("ECHO_REDIS_META_REFUSE"),
+            metrics_port=get.optional_port("ECHO_METRICS_PORT"),
+            metrics_address=get.text("ECHO_METRICS_ADDRESS"),
+            metrics_sources=get.integer("ECHO_METRICS_SOURCES", at_least=0),
         )
 
     @property
@@ -299,6 +305,16 @@ class _Getter:
         if number < at_least:
             raise NotConfigured(f"{name} ({value!r}) {rule}")
         return number
+
+    def optional_port(self, name: str) -> int | None:
+        """A TCP port (0: any free one), or ``None``."""
+        value = self.raw(name)
+        if value is None or value == "":
+            return None
+        port = self.integer(name, at_least=0)
+        if port > 65535:
+            raise NotConfigured(f"{name} ({value!r}) must be a port, 0 to 65535")
+        return port
 
     def flag(self, name: str) -> bool:
         try:

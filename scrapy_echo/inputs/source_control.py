@@ -1,5 +1,5 @@
 """Sources added and removed while a crawl runs: the sources file, re-read when it changes, and
-the commands ``scrapy echo-sources`` leaves in a JOBDIR (docs/monitor.rst, "Managing sources").
+the commands ``scrapy echo-sources`` leaves in a JOBDIR (docs/sources.rst, "Managing sources").
 
 Both become :class:`~scrapy_echo.core.events.SourceAdded` and
 :class:`~scrapy_echo.core.events.SourceRemoved` events, which the crawl applies as it applies
