@@ -136,3 +136,49 @@ def test_the_sources_labelled_are_the_most_valuable() -> None:
     assert _top(np.array([1.0, 5.0, 3.0, 5.0]), 2).tolist() == [1, 3]
     assert _top(np.array([1.0, 2.0]), 5).tolist() == [0, 1]
     assert _top(np.array([1.0, 2.0]), 0).tolist() == []
+
+
+def test_in_redis_mode_each_worker_serves_its_own_and_the_planner_the_states(
+    tmp_path: Path, redis_url: str
+) -> None:
+    from tests.test_distributed_crawl import Workers
+
+    sections = {f"s{i}": Section(period=0.5 + 0.5 * i) for i in range(3)}
+    site = LocalNewsSite(sections).start()
+    settings = {
+        **FAST,
+        "REDIS_URL": redis_url,
+        "ECHO_REDIS_KEY_PREFIX": f"m{time.time_ns()}",
+        "ECHO_SOURCES": ",".join(site.hub_url(name) for name in sections),
+        "ECHO_CRAWL_RATE": 4,
+        "ECHO_METRICS_PORT": 0,
+    }
+    workers = Workers(tmp_path, settings)
+    try:
+        workers.start()
+        workers.start()
+        urls = [wait_for_endpoint(tmp_path / f"worker-{n}.log") for n in range(2)]
+        deadline = time.monotonic() + 60
+        while True:
+            scraped = [scrape(url) for url in urls]
+            holders = [s for s in scraped if s[("echo_holds_state", ())] == 1]
+            if holders and holders[0].get(("echo_page_delay_seconds_count", ()), 0) >= 5:
+                break
+            assert time.monotonic() < deadline, workers.logs()[-3000:]
+            time.sleep(0.5)
+        codes = workers.stop()
+    finally:
+        site.stop()
+    assert codes == [0, 0], workers.logs()[-3000:]
+    # One planner holds the state: the per-source figures come from it alone.
+    assert len(holders) == 1
+    (planner,) = holders
+    (other,) = [s for s in scraped if s is not planner]
+    assert sum(by_source(planner, "echo_source_crawls_total").values()) > 0
+    assert by_source(other, "echo_source_crawls_total") == {}
+    assert ("echo_page_delay_seconds_count", ()) not in other
+    # Every worker counts what it fetched: the fleet's requests are the sum.
+    for samples in scraped:
+        assert samples[("echo_budget_pages_per_second", ())] == 4
+    fleet_pages = sum(s[("echo_requests_total", (("lane", "page"),))] for s in scraped)
+    assert fleet_pages > 0
