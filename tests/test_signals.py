@@ -203,6 +203,20 @@ def test_lds_crawls_the_source_most_behind_its_rate_even_before_it_is_due() -> N
     assert decision == Decision("source", int(np.argmin(plan.intervals)))
 
 
+def test_lds_never_idles_with_sources_to_crawl_when_its_plan_keeps_none() -> None:
+    """A plan that keeps no source (each one's new pages alone would take more than the
+    budget) left every slot idle, the estimates frozen for good: the stalest source goes."""
+    policy = make_policy("lds")
+    est = Estimates(np.array([2.0, 3.0]), np.array([1.0, 2.0]), np.array([1e-3, 1e-3]))
+    plan = policy.replan(est, crawl_rate=1.0)
+    assert not plan.kept.any()
+    now = 10_000.0
+    assert policy.choose(now, np.array([now - 500.0, now - 800.0]), Frontier(2)) == Decision(
+        "source", 1
+    )
+    assert policy.choose(now, np.array([now, now]), Frontier(2)) is None  # (all just crawled)
+
+
 def test_a_saved_book_that_does_not_fit_together_is_refused() -> None:
     book = SignalBook()
     book.add(2, 5.0)

@@ -97,7 +97,8 @@ class LowDiscrepancy(Policy):
     optimal rates): pages worth ``ω`` first, as ECHO-newpages; then, at every slot, the
     source most behind its rate ``1/I`` (largest ``τ/I``), due or not, so that each is
     crawled as evenly spaced as the budget allows. Filled in: the pages, which the paper has
-    not, and the first crawls every policy here makes."""
+    not, the first crawls every policy here makes, and a slot no source is scheduled for
+    (a plan that keeps none) going to the source crawled longest ago rather than idle."""
 
     name = "lds"
 
@@ -111,12 +112,18 @@ class LowDiscrepancy(Policy):
             return first
         if not last_crawl.size:
             return None
-        most_behind, ratio = self._most_behind(now - last_crawl, plan)
+        elapsed = now - last_crawl
+        most_behind, ratio = self._most_behind(elapsed, plan)
         if ratio > 0:
             return Decision("source", most_behind)
         if best_page >= 0:
             return Decision("page", best_page)
-        return None
+        # The plan keeps no source (its estimates say the budget cannot pay for any source's
+        # new pages): every slot would go idle for good, the estimates frozen with it (an
+        # audit saw no page crawled on a real trace at two budgets). The source crawled
+        # longest ago goes instead, as ECHO's own policies do, and refreshes them.
+        stalest = int(elapsed.argmax())
+        return Decision("source", stalest) if elapsed[stalest] > 0 else None
 
 
 def _best_page(now: float, frontier: Frontier, plan: Plan) -> tuple[int, float]:
