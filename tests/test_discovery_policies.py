@@ -79,8 +79,10 @@ def test_greedy_oracle_crawls_the_source_with_most_pages_nobody_found() -> None:
     policy.attach(trace, discovered)
     last = np.array([0.0, 0.0, 0.0])  # first crawls done, before anything appeared
     assert policy.choose(1100.0, last, Frontier(3)) == Decision("source", 1)  # 3 unfound
-    # Its count is spent; the next best is source 0 or 2 (one page each).
-    assert policy.choose(1101.0, last, Frontier(3)).source in (0, 2)
+    # Set cover: source 1 covers page 0 too, so source 0 has nothing left; source 2 has page 3.
+    assert policy.choose(1101.0, last, Frontier(3)) == Decision("source", 2)
+    # Nothing left this cycle: the rotation goes on.
+    assert policy.choose(1102.0, last, Frontier(3)) == Decision("source", 0)
     # Counted again an hour later: page 0 (shared) was found meanwhile, so source 0 has
     # nothing left and source 2 has page 3.
     discovered[:3] = 1150.0

@@ -3,10 +3,11 @@
 The paper (Pham et al., WSDM 2018, section 5) uses it as an upper bound on coverage: each
 hour it picks the ``k`` seeds whose crawl would find the most pages not found yet
 (Dasgupta et al.'s greedy set cover, so that overlapping seeds are not both picked for the
-same pages). Here it reads the trace: once per cycle it counts, per source, the links shown
-now whose page nobody has found, and then spends source slots on the largest counts; a
-crawled source's count drops to zero until the next count. It crawls every new page first,
-newest first, as the paper crawls the new outlinks of every seed it picks.
+same pages). Here it reads the trace: once per cycle it counts, per source, the pages shown on
+it now that nobody has found, and then spends source slots on the largest counts, as the set
+cover does: a source picked covers its pages, and every source listing one of them counts it
+no more until the next count. It crawls every new page first, newest first, as the paper
+crawls the new outlinks of every seed it picks.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ class GreedyOracle(CrawlsEveryPage):
         self._discovered = np.zeros(0)
         self._counts = np.zeros(0)
         self._next_count = 0.0
+        # This cycle's (source, page) pairs still to find, and the pages a pick covered.
+        self._pair_source = np.zeros(0, dtype=np.intp)
+        self._pair_page = np.zeros(0, dtype=np.intp)
+        self._covered = np.zeros(0, dtype=bool)
 
     def attach(self, trace: Trace, discovered: FloatArray) -> None:
         """Read ``trace``, and the replay's ``discovered`` as it fills in (NaN: not found);
@@ -49,7 +54,11 @@ class GreedyOracle(CrawlsEveryPage):
         best = int(np.argmax(self._counts))
         if self._counts[best] <= 0:  # nothing left to find this cycle: keep rotating
             return Decision("source", int(np.argmin(last_crawl)))
-        self._counts[best] = 0.0
+        mine = self._pair_page[self._pair_source == best]
+        fresh = mine[~self._covered[mine]]
+        self._covered[fresh] = True
+        # Every source listing a page just covered counts it no more (the picked one included).
+        np.subtract.at(self._counts, self._pair_source[np.isin(self._pair_page, fresh)], 1.0)
         return Decision("source", best)
 
     def _count(self, now: float) -> None:
@@ -57,10 +66,12 @@ class GreedyOracle(CrawlsEveryPage):
         if trace is None:
             raise RuntimeError("greedy-oracle reads the trace: only simulate() can run it")
         shown = (trace.link_appeared <= now) & (trace.link_disappeared > now)
-        unfound = np.isnan(self._discovered[trace.link_page])
-        self._counts = np.bincount(
-            trace.link_source[shown & unfound], minlength=trace.n_sources
-        ).astype(np.float64)
+        keep = shown & np.isnan(self._discovered[trace.link_page])
+        # (A page listed twice by one source counts once.)
+        pairs = np.unique(np.stack([trace.link_source[keep], trace.link_page[keep]]), axis=1)
+        self._pair_source, self._pair_page = pairs[0], pairs[1]
+        self._covered = np.zeros(trace.n_pages, dtype=bool)
+        self._counts = np.bincount(self._pair_source, minlength=trace.n_sources).astype(np.float64)
 
 
 __all__ = ["GreedyOracle"]
