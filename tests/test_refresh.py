@@ -202,6 +202,25 @@ def test_the_seeds_naive_estimator_example() -> None:
     assert regular_interval_rate(seen_2c, n_2c, 2 * c)[()] > naive_2c
 
 
+def test_the_lane_sees_the_seeds_fig_4_case_as_the_seed_counts_it() -> None:
+    """The same case through the refresh lane's own code: refetched every C (then every 2C)
+    over T = 8C, a page that changed 7 times is found changed at 6 (then 4) refetches, and the
+    group's rate the lane learns from them is above the naive 6/T (4/T)."""
+    from scrapy_echo.model.refetch.refresh_lane import RefreshLane
+
+    changes = np.array([0.3, 0.6, 1.5, 2.5, 4.5, 6.5, 7.5])
+    for every, seen in ((1.0, 6), (2.0, 4)):
+        lane = RefreshLane(share=0.5, prior_period=1e-3)  # a prior worth next to nothing
+        for k in range(int(8 / every) + 1):
+            t = k * every
+            version = int(np.searchsorted(changes, t))  # changes before this fetch
+            lane.fetched("page", url="u", group=0, source=0, appeared=0.0, t=t,
+                         digest=f"body{version}")  # fmt: skip
+        assert lane.changes == seen
+        assert lane.refetches == int(8 / every)
+        assert float(lane.book.rates().rate[0]) > seen / 8.0
+
+
 def test_the_mle_recovers_a_known_period_where_the_naive_rate_is_biased_low() -> None:
     rng = np.random.default_rng(7)
     delta = 24 * H
