@@ -40,11 +40,16 @@ class SourceStatus:
                 raise ValueError(f"source field {name} is {value!r:.60}")
         return cls(**known)
 
+    @property
+    def state(self) -> str:
+        """``"active"``, ``"retired"`` or ``"removed"``."""
+        return "removed" if self.removed else "retired" if self.retired else "active"
+
     def summary(self) -> dict[str, Any]:
         """What ``scrapy echo-sources list`` and :meth:`EchoRuntime.sources` show."""
         return {
             "url": self.url,
-            "status": "removed" if self.removed else "retired" if self.retired else "active",
+            "status": self.state,
             "crawls": self.crawls,
             "new_links": self.new_links,
             "failures": self.failures,

@@ -187,7 +187,7 @@ def _state_metrics(runtime: EchoRuntime, stats: dict[str, Any]) -> Iterator[Metr
     sources = GaugeMetricFamily("echo_sources", "Sources, by status", labels=["status"])
     counts = {"active": 0, "retired": 0, "removed": 0}
     for status in state.sources:
-        counts["removed" if status.removed else "retired" if status.retired else "active"] += 1
+        counts[status.state] += 1
     for name, count in counts.items():
         sources.add_metric([name], count)
     yield sources
@@ -264,8 +264,7 @@ def _source_metrics(runtime: EchoRuntime) -> Iterator[Metric]:
             families[key].add_metric([status.url], float(figure))
         delay.add_metric([status.url], count_value=int(waited[1]), sum_value=waited[0])
         planned.add_metric([status.url], float(interval[i]))
-        state_name = "removed" if status.removed else "retired" if status.retired else "active"
-        status_of.add_metric([status.url, state_name], 1.0)
+        status_of.add_metric([status.url, status.state], 1.0)
     if n > len(chosen):
         for key in summed:
             families[key].add_metric([OTHER], other[key])

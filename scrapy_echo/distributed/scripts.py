@@ -316,7 +316,9 @@ return {out, dead, malformed, acked, t}
 # not the lease holder. ``pushes`` counts the planner's pushes in ``counters``: it only grows,
 # so a planner that later reads it lower knows Redis lost its writes since (it came back from
 # an older copy) and queues again what it has outstanding.
-PUSH = """
+PUSH = (
+    CHECKED
+    + """
 if ARGV[1] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[1] then
   return {-1, {}, 0}
 end
@@ -333,15 +335,10 @@ for i = 2, #ARGV, 5 do
   end
 end
 local pushes = 0
-if ARGV[1] ~= '' then
-  pushes = redis.pcall('HINCRBY', KEYS[7], 'planner_pushes', 1)
-  if type(pushes) ~= 'number' then  -- not an integer there: count from here
-    redis.call('HSET', KEYS[7], 'planner_pushes', 1)
-    pushes = 1
-  end
-end
+if ARGV[1] ~= '' then pushes = bump(KEYS[7], 'planner_pushes', 1) end
 return {added, dead, pushes}
 """
+)
 
 # KEYS: leases, req, owners; ARGV: lease_ms, token ('' leaves fleet politeness out), then
 # lease members in this worker's hands (leased and waiting, or under way). Returns the
