@@ -6,11 +6,14 @@ docs/benchmarks.rst."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.sim.engine import PAPER_SETUP, SimSettings, simulate
 from scrapy_echo.sim.results import score, upper_bound
+from scrapy_echo.sim.search import needed_rate
 from scrapy_echo.sim.synth import SynthParams, synthesize
 
 pytestmark = pytest.mark.slow
@@ -36,3 +39,23 @@ def test_echo_newpages_catches_most_at_every_budget() -> None:
     # BFS spends the budget recrawling sources: at the lowest rate it catches a small part of
     # what ECHO-newpages does (5.5% of the bound against 65.5% when this was written).
     assert fractions["bfs", RATES[0]] < 0.25 * fractions["echo-newpages", RATES[0]]
+
+
+def test_bfs_needs_several_times_echos_rate_for_the_same_share() -> None:
+    """The paper's other headline: BFS needs 1 crawl/s for 99% of the upper bound where
+    ECHO-newpages needs 0.2, five times less ("BFS wastes lots of resources recrawling
+    content sources"). Here, for 95% on a small trace of the same regime, the rates measured
+    when this was written were 0.0617 and 0.0200 (3.1 times; the default trace's 99%: 3.17,
+    docs/benchmarks.rst). A change that lets BFS close in, or ECHO fall back, fails here."""
+    trace = synthesize(SynthParams(sources=300, days=7, seed=0))
+    bound, _ = upper_bound(trace)
+
+    def needed(name: str, low: float) -> float:
+        def fraction(rate: float) -> float:
+            replay = simulate(trace, make_policy(name), SimSettings(rate, **PAPER_SETUP))
+            return score(trace, replay, bound=bound).fraction_of_upper_bound
+
+        return needed_rate(fraction, 0.95, low=low, high=2.0, precision=0.1)
+
+    echo, bfs = needed("echo-newpages", 0.01), needed("bfs", 0.04)
+    assert math.isfinite(bfs) and bfs / echo >= 2.5, (echo, bfs)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -99,6 +99,10 @@ class SimSettings:
     clicks_before_crawl: bool = True
     # The trace's URLs are clean already: the default identity only folds their scheme.
     identity: PageIdentity = field(default_factory=PageIdentity, compare=False)
+    # ``(time, crawls/s)``: from each time on, slots come at that rate (a budget that changes
+    # mid-run, as a live crawl's measured throughput does); the plan learns of it at its
+    # next re-solve, as a live crawl's does.
+    rate_changes: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         for name in (
@@ -114,6 +118,13 @@ class SimSettings:
         for name in ("history_size", "click_bins"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        times = [at for at, _ in self.rate_changes]
+        rates = [rate for _, rate in self.rate_changes]
+        if times != sorted(times) or not all(math.isfinite(x) and x > 0 for x in (*times, *rates)):
+            raise ValueError(
+                "rate_changes must be (time, rate) pairs, times > 0 in order and rates > 0, "
+                f"got {self.rate_changes!r}"
+            )
 
 
 @dataclass
@@ -159,15 +170,12 @@ def simulate(
     if isinstance(policy, GreedyOracle):
         policy.attach(trace, replay.discovered)
 
-    slot = 1.0 / settings.crawl_rate
-    slots = math.floor(trace.duration * settings.crawl_rate)
     next_resolve = 0.0
     next_push = settings.click_push_period
-    report_every = max(1, slots // 200)
+    report_every = max(1, math.floor(trace.duration * settings.crawl_rate) // 200)
     signals = _Signals(trace if settings.signals else None)
     refreshing = core.refreshing
-    for k in range(slots):
-        now = k * slot
+    for k, (now, rate) in enumerate(_slot_times(trace.duration, settings)):
         if now >= signals.next_at:
             signals.deliver(core, now, source_urls)
         if now >= next_push:
@@ -175,7 +183,7 @@ def simulate(
                 _push_clicks(core, clicks.until(next_push), replay, settings, page_urls)
             next_push += settings.click_push_period
         if now >= next_resolve:
-            plan = core.replan(now, settings.crawl_rate)
+            plan = core.replan(now, rate)
             replay.solves += 1
             replay.omega.append((now, plan.omega))
             next_resolve += settings.resolve_interval
@@ -225,10 +233,29 @@ def simulate(
                 replay.discovered[page_ids[new.url]] = now
                 core.queue(new)
         if progress is not None and k % report_every == 0:
-            progress(k / slots)
+            progress(now / trace.duration)
     if progress is not None:
         progress(1.0)
     return replay
+
+
+def _slot_times(duration: float, settings: SimSettings) -> Iterator[tuple[float, float]]:
+    """Each slot's time and the crawl rate then: ``1/rate`` apart, the rate changing at
+    ``settings.rate_changes`` (times computed as ``start + k/rate``, so a run without changes
+    has exactly the slots it always had)."""
+    start, rate = 0.0, settings.crawl_rate
+    for until, next_rate in (*settings.rate_changes, (duration, rate)):
+        until = min(until, duration)
+        slot = 1.0 / rate
+        if until < duration:
+            count = max(0, math.ceil((until - start) * rate))
+        else:
+            count = math.floor((duration - start) * rate)
+        for k in range(count):
+            yield start + k * slot, rate
+        if until >= duration:
+            return
+        start, rate = until, next_rate
 
 
 class TraceWeb:

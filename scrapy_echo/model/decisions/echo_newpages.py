@@ -34,8 +34,10 @@ unchanged):
 
 ``echo-censored`` (:mod:`scrapy_echo.model.decisions.censored_policy`) plans with the
 censoring-aware rates as if every hub showed every link (the ablation the full-hub model is measured
-against): experimental, as is ``echo-explore`` (:mod:`scrapy_echo.model.decisions.explore_policy`),
-which adds Pham et al.'s UCB1-tuned exploration share.
+against): experimental, as are ``echo-signal-time`` (below), which weighs signals by
+Busa-Fekete et al.'s effective time, and ``echo-explore``
+(:mod:`scrapy_echo.model.decisions.explore_policy`), which adds Pham et al.'s UCB1-tuned
+exploration share.
 """
 
 from __future__ import annotations
@@ -49,7 +51,11 @@ from numpy.typing import NDArray
 
 from scrapy_echo.model.decisions.policies import Decision, EchoPaper
 from scrapy_echo.model.decisions.recrawl_index import best_early_recrawl, early_recrawl_values
-from scrapy_echo.model.estimation.change_signals import MIN_RECALL, signal_index
+from scrapy_echo.model.estimation.change_signals import (
+    MIN_RECALL,
+    effective_time_index,
+    signal_index,
+)
 from scrapy_echo.model.estimation.overlap import credit_overlaps
 from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.intervals.full_hubs import FullHubs, solve_with_full_hubs
@@ -71,6 +77,9 @@ class EchoNewPages(EchoPaper):
     counts_floors = False  # (measured: the floors' rate cost it on the default trace)
     # Whether hubs seen full are planned as such (model.full_hubs); echo-censored's is not.
     plans_full_hubs: ClassVar[bool] = True
+    # Whether signals move a source's clock (Busa-Fekete et al.'s effective time, an index
+    # that never falls) rather than add the decayed profit they promise: echo-signal-time's.
+    signals_move_clock: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         super().__init__(seed=seed, repair_solves=repair_solves)
@@ -161,17 +170,11 @@ class EchoNewPages(EchoPaper):
         est = plan.estimates
         count, recent = self.signals.recent(which, now)
         elapsed = now - last_crawl[which]
-        value = signal_index(
-            elapsed,
-            est.link_rate[which],
-            est.profit[which],
-            est.decay[which],
-            recall,
-            false,
-            count,
-            recent,
-            plan.omega,
-        )
+        terms = (elapsed, est.link_rate[which], est.profit[which], est.decay[which], recall, false)
+        if self.signals_move_clock:
+            value = effective_time_index(*terms, count)
+        else:
+            value = signal_index(*terms, count, recent, plan.omega)
         return which, np.where(elapsed >= 0, value, -np.inf)
 
     # -- the decision rule -------------------------------------------------------------
@@ -244,4 +247,10 @@ class EchoNewPages(EchoPaper):
         return best, value
 
 
-__all__ = ["EchoNewPages"]
+class EchoSignalTime(EchoNewPages):
+    """ECHO-newpages with signals weighed by Busa-Fekete et al.'s effective time, an index
+    that only grows (their Lemma 1's), rather than by the profit they promise: experimental
+    (docs/how-it-works.rst, "Change-indicating signals", has what it costs)."""
+
+    name = "echo-signal-time"
+    signals_move_clock = True

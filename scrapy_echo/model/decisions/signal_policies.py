@@ -23,9 +23,14 @@ import numpy as np
 
 from scrapy_echo.model.decisions.frontier import Frontier
 from scrapy_echo.model.decisions.policies import Decision, Policy
+from scrapy_echo.model.decisions.recrawl_index import net_index_cap
 from scrapy_echo.model.estimation.change_signals import signal_index
 from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.intervals.plan import Plan
+
+# Each slot moves the level the argmax reaches this far toward the value it went to: the
+# level of the last few hundred slots, which a budget change moves within as many.
+LEVEL_WEIGHT = 1.0 / 256
 
 
 class Greedy(Policy):
@@ -39,6 +44,10 @@ class Greedy(Policy):
     name = "greedy"
     uses_solver = False
 
+    def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
+        super().__init__(seed=seed, repair_solves=repair_solves)
+        self.level = 0.0  # the value the argmax reaches, as a moving average over slots
+
     def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
         plan = self._plan_for(last_crawl)
         first = self._first_crawl(last_crawl)
@@ -50,11 +59,17 @@ class Greedy(Policy):
         source_values = self.source_values(now, last_crawl, plan)
         best_source = int(source_values.argmax())
         if best_page >= 0 and page_value >= source_values[best_source]:
+            self._reached(page_value)
             return Decision("page", best_page)
+        self._reached(float(source_values[best_source]))
         return Decision("source", best_source)
 
+    def _reached(self, value: float) -> None:
+        self.level += LEVEL_WEIGHT * (max(value, 0.0) - self.level)
+
     def source_values(self, now: float, last_crawl: FloatArray, plan: Plan) -> FloatArray:
-        """ECHO's index of every source (0 while backing off)."""
+        """ECHO's index of every source (0 while backing off), priced with the page crawls
+        it triggers: at most :func:`net_index_cap` at the level the slots reach."""
         est = plan.estimates
         n = last_crawl.size
         zero = np.zeros(n)
@@ -62,6 +77,7 @@ class Greedy(Policy):
         value = signal_index(
             elapsed, est.link_rate, est.profit, est.decay, zero, zero, zero, zero, omega=0.0
         )
+        value = np.minimum(value, net_index_cap(est.link_rate, est.profit, est.decay, self.level))
         return np.where(elapsed >= 0, value, 0.0)
 
 

@@ -244,4 +244,41 @@ def signal_index(
     return np.asarray(unsignalled + promised, dtype=np.float64)
 
 
-__all__ = ["MIN_RECALL", "PRIOR_SIGNALS", "SignalBook", "signal_index"]
+def effective_time_index(
+    elapsed: FloatArray,
+    link_rate: FloatArray,
+    profit: FloatArray,
+    decay: FloatArray,
+    recall: FloatArray,
+    false_rate: FloatArray,
+    count: FloatArray,
+) -> FloatArray:
+    """Busa-Fekete et al.'s index carried over whole (docs/how-it-works.rst,
+    "Change-indicating signals"): ECHO's index at the *effective time*
+    ``τ^eff = t + k c``, ``c = -ln(1 - q) / ((1 - r) λ)``, the time without signals after
+    which the source is as likely to have a new link as it is now after ``t`` and ``k``
+    signals. It never falls: time and signals only push it forward (their Lemma 1). A
+    source whose signals catch every link (``r = 1``) or never fire falsely (``q = 1``)
+    jumps to the cap ``λP/μ`` at its first signal.
+
+    Without signals it is ECHO's index:
+
+    >>> one = [np.array([x]) for x in (600.0, 1e-3, 2.0, 1e-4, 0, 0, 0)]
+    >>> round(float(effective_time_index(*one)[0]), 6)
+    0.034592
+    """
+    t = np.maximum(np.asarray(elapsed, dtype=np.float64), 0.0)
+    lam, mu = link_rate, decay
+    with np.errstate(divide="ignore", invalid="ignore"):
+        true_rate = recall * lam
+        precision = np.where(true_rate > 0, true_rate / (true_rate + false_rate), 0.0)
+        unsignalled = (1.0 - recall) * lam
+        step = np.where(precision > 0, -np.log1p(-np.minimum(precision, 1.0)) / unsignalled, 0.0)
+        tau = np.where(count > 0, t + count * step, t)
+        x = mu * tau
+        g_over_mu = np.where(mu > 0, -np.expm1(-x) / mu - tau * np.exp(-x), tau)
+        value = np.where(np.isfinite(tau), lam * profit * g_over_mu, lam * profit / mu)
+    return np.asarray(value, dtype=np.float64)
+
+
+__all__ = ["MIN_RECALL", "PRIOR_SIGNALS", "SignalBook", "effective_time_index", "signal_index"]
