@@ -1,5 +1,6 @@
-"""The refresh lane's model: seed 003's cost-optimal refresh, the censored change-rate MLE with
-pseudo-observations, the binned ChangeBook, the fitted prior and the risk of an estimate."""
+"""The refresh lane's model: Ford, Grimes and Tassone's cost-optimal refresh, the censored
+change-rate MLE with pseudo-observations, the binned ChangeBook, the fitted prior, the risk of
+an estimate and the conservative ratio it calls for."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ from scrapy_echo.model.refetch.change_rates import (
     regular_interval_rate,
 )
 from scrapy_echo.model.refetch.refresh import (
+    LEAST_SHRINK,
+    SHORTEST_REFRESH,
+    conservative_shrink,
     expected_cost_per_hour,
     freshness,
     optimal_ratio,
@@ -135,6 +139,12 @@ def test_small_ratios_do_not_lose_digits() -> None:
         (lambda: underestimate_risk(-1.0), "information"),
         (lambda: underestimate_risk(1.0, factor=1.0), "factor"),
         (lambda: very_stale_share(np.inf, 1.0), "ratio"),
+        (lambda: very_stale_share(1.0, 1.0, shrink=1.5), "shrink"),
+        (lambda: very_stale_share(1.0, 1.0, shrink=0.0), "shrink"),
+        (lambda: conservative_shrink(1.0, 1.0, bound=0.0), "bound"),
+        (lambda: conservative_shrink(1.0, 1.0, bound=1.0), "bound"),
+        (lambda: conservative_shrink(1.0, 1.0, least=0.0), "least"),
+        (lambda: conservative_shrink(np.inf, 1.0), "ratio"),
     ],
 )
 def test_bad_arguments_are_named(call: Callable[[], object], name: str) -> None:
@@ -180,35 +190,17 @@ def test_the_seeds_substitutes_without_a_prior() -> None:
     assert (est.information == 0).all()
 
 
-def changed_intervals(changes: np.ndarray, horizon: float, every: float) -> tuple[int, float]:
-    """Changed intervals, and intervals, of a crawler fetching every ``every`` over
-    ``[0, horizon)``."""
-    intervals = np.floor(changes / every)
-    return len(np.unique(intervals)), horizon / every
-
-
-def test_the_seeds_naive_estimator_example() -> None:
-    """Fig. 4: T = 8C with 7 changes; crawling every C sees 6 changed intervals, every 2C
-    sees 4: the naive rate 6/T and 4/T where the changes say 7/T."""
-    c = 1.0
-    changes = np.array([0.3, 0.6, 1.5, 2.5, 4.5, 6.5, 7.5]) * c
-    seen_c, n_c = changed_intervals(changes, 8 * c, c)
-    seen_2c, n_2c = changed_intervals(changes, 8 * c, 2 * c)
-    assert (seen_c, seen_2c) == (6, 4)
-    naive_c, naive_2c = seen_c / (8 * c), seen_2c / (8 * c)
-    assert naive_c == pytest.approx(6 / (8 * c)) and naive_2c == pytest.approx(4 / (8 * c))
-    # Cho and Garcia-Molina correct upward for the changes the censoring hid.
-    assert regular_interval_rate(seen_c, n_c, c)[()] > naive_c
-    assert regular_interval_rate(seen_2c, n_2c, 2 * c)[()] > naive_2c
-
-
-def test_the_lane_sees_the_seeds_fig_4_case_as_the_seed_counts_it() -> None:
-    """The same case through the refresh lane's own code: refetched every C (then every 2C)
-    over T = 8C, a page that changed 7 times is found changed at 6 (then 4) refetches, and the
-    group's rate the lane learns from them is above the naive 6/T (4/T)."""
+def test_the_seeds_fig_4_case_through_the_lane_and_the_estimators() -> None:
+    """Fig. 4: T = 8C with 7 changes. The refresh lane's own code, refetching every C (then
+    every 2C), finds the page changed at 6 (then 4) refetches: the naive rate 6/T (4/T). The
+    project's estimators, given what the lane saw, correct upward for the changes censoring
+    hid, except where every interval changed: there the seed's substitute (the shortest
+    interval, 2C) is exactly the naive 4/T."""
+    from scrapy_echo.model.refetch.change_rates import solve
     from scrapy_echo.model.refetch.refresh_lane import RefreshLane
 
     changes = np.array([0.3, 0.6, 1.5, 2.5, 4.5, 6.5, 7.5])
+    learned = {}
     for every, seen in ((1.0, 6), (2.0, 4)):
         lane = RefreshLane(share=0.5, prior_period=1e-3)  # a prior worth next to nothing
         for k in range(int(8 / every) + 1):
@@ -219,6 +211,13 @@ def test_the_lane_sees_the_seeds_fig_4_case_as_the_seed_counts_it() -> None:
         assert lane.changes == seen
         assert lane.refetches == int(8 / every)
         assert float(lane.book.rates().rate[0]) > seen / 8.0
+        learned[every] = float(solve(lane.book.sums(), None).rate[0])  # eq. 2, no prior
+        regular = float(regular_interval_rate(lane.changes, lane.refetches, every)[()])
+        if seen < lane.refetches:
+            assert regular > seen / 8.0 and learned[every] > 7 / 8.0  # above even the truth
+    # Eq. 2 at regular intervals: λ̂C = log(n/(n - X)) = log 4, to the book's binning.
+    assert learned[1.0] == pytest.approx(math.log(4.0), rel=ChangeBook().error_bound - 1)
+    assert learned[2.0] == 4 / 8.0  # all four changed: Δ̂ = 2C, the substitute
 
 
 def test_the_mle_recovers_a_known_period_where_the_naive_rate_is_biased_low() -> None:
@@ -464,11 +463,13 @@ def test_the_very_stale_share_is_calibrated() -> None:
     lam, g, t, z = population(6, DEFAULT_PRIOR.changed, DEFAULT_PRIOR.unchanged, 30000)
     est = change_rates(g, t, z, n_groups=lam.size)
     rng = np.random.default_rng(60)  # not 6: that stream drew the rates
-    for r in (1 / 3, 0.8):
+    for r, shrink in ((1 / 3, 1.0), (0.8, 1.0), (1 / 3, 0.6), (0.8, 0.4)):
         first = rng.exponential(1 / lam)
-        very = np.maximum(r * est.delta - first, 0.0) >= r / lam
-        predicted = very_stale_share(r, est.information)
+        very = np.maximum(shrink * r * est.delta - first, 0.0) >= r / lam
+        predicted = very_stale_share(r, est.information, shrink=shrink)
         assert very.mean() == pytest.approx(predicted.mean(), rel=0.1)
+        if shrink < 1:  # a shrink cuts the share, as the paper's Sec. 6 means it to
+            assert predicted.mean() < 0.6 * very_stale_share(r, est.information).mean()
         young = est.information < np.median(est.information)
         assert very[young].mean() > very[~young].mean()
         assert predicted[young].mean() > predicted[~young].mean()
@@ -480,6 +481,30 @@ def test_more_information_never_raises_either_risk(a: float, b: float, r: float)
     assert underestimate_risk(high)[()] <= underestimate_risk(low)[()] + 1e-12
     assert very_stale_share(r, high)[()] <= very_stale_share(r, low)[()] + 1e-9
     assert 0 <= very_stale_share(r, high)[()] <= 1
+
+
+@given(st.floats(0.05, 1e3), st.floats(0.05, 1e3), st.floats(1e-3, 5.0), st.floats(0.01, 0.3))
+def test_the_conservative_shrink_holds_the_bound_and_eases_with_information(
+    a: float, b: float, r: float, bound: float
+) -> None:
+    """The paper's Sec. 6: the ratio made more conservative until the very stale share is
+    bounded; the more a group's refetches say, the closer its interval to the estimate's."""
+    low, high = sorted((a, b))
+    s_low, s_high = conservative_shrink(r, [low, high], bound=bound).tolist()
+    assert LEAST_SHRINK <= s_low <= s_high + 1e-6 <= 1 + 1e-6
+    for info, s in ((low, s_low), (high, s_high)):
+        share = float(very_stale_share(r, info, shrink=s)[()])
+        assert share <= bound * (1 + 1e-9) or s == LEAST_SHRINK
+        if s < 1:  # the largest such shrink: a little more and the bound breaks
+            assert float(very_stale_share(r, info, shrink=min(s * 1.001, 1.0))[()]) > bound
+    # A longer ratio risks more, so needs more shrink.
+    assert conservative_shrink(2 * r, low, bound=bound)[()] <= s_low + 1e-6
+
+
+def test_no_information_shrinks_to_the_floor_and_a_known_rate_not_at_all() -> None:
+    s = conservative_shrink(1 / 3, [0.0, np.inf])
+    assert s.tolist() == [LEAST_SHRINK, 1.0]
+    assert refresh_interval(24 * H, 1.0, 1.0 / H, shrink=s[0])[()] == SHORTEST_REFRESH
 
 
 # --- Estimating while scheduling (the seed's Sec. 5) ---------------------------------------

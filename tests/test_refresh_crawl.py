@@ -35,6 +35,7 @@ def test_pages_that_change_are_refetched_and_the_callback_is_told(tmp_path) -> N
                 "ECHO_DEFAULT_HALF_LIFE": 60,
                 "ECHO_REFRESH_SHARE": 0.3,
                 "ECHO_REFRESH_PRIOR_PERIOD": 20,  # (time runs fast: seconds for hours)
+                "ECHO_REFRESH_SHORTEST": 1,
                 "CLOSESPIDER_TIMEOUT": 25,
             },
         )
@@ -52,6 +53,8 @@ def test_pages_that_change_are_refetched_and_the_callback_is_told(tmp_path) -> N
     # 25 s of crawl the counts are too few to compare without chance.)
     assert refetches(live) > 0 and refetches(calm) > 0
     assert 0 < run.stats["echo/refresh/changes"] <= refetches(live)
+    # The plan's risks reach the stats: the chance a page's rate is over twice its estimate.
+    assert 0 < run.stats["echo/refresh/underestimate_risk"] < 1
     # New pages still come first: most articles were found and fetched.
     published = live.published("live") + calm.published("calm")
     assert run.stats["echo/pages/crawled"] >= 0.6 * published
@@ -88,6 +91,7 @@ def test_the_refresh_lane_runs_across_distributed_workers(tmp_path, redis_url) -
         "ECHO_DEFAULT_HALF_LIFE": 60,
         "ECHO_REFRESH_SHARE": 0.3,
         "ECHO_REFRESH_PRIOR_PERIOD": 20,
+        "ECHO_REFRESH_SHORTEST": 1,
     }
     workers = Workers(tmp_path, settings)
     try:

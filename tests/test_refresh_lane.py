@@ -6,8 +6,20 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.refetch.refresh import (
+    LONGEST_REFRESH,
+    SHORTEST_REFRESH,
+    VERY_STALE_BOUND,
+    conservative_shrink,
+    optimal_ratio,
+    refresh_interval,
+    underestimate_risk,
+    very_stale_share,
+)
 from scrapy_echo.model.refetch.refresh_lane import TRIES, RefreshLane
 from scrapy_echo.sim.engine import SimSettings, simulate
 from scrapy_echo.sim.freshness import freshness
@@ -118,6 +130,13 @@ def test_round_trip_and_bad_arguments() -> None:
     lane.plan(100.0, omega=1e-3, budget=1.0, profit=PROFIT, decay=DECAY)
     back = RefreshLane.from_data(lane.to_data())
     assert back.pages == lane.pages and back.prior_period == 3600.0
+    defaults = (SHORTEST_REFRESH, LONGEST_REFRESH, VERY_STALE_BOUND)
+    assert (back.shortest, back.longest, back.very_stale) == defaults
+    risky = RefreshLane(share=0.1, shortest=60.0, longest=600.0, very_stale=0.2).to_data()
+    assert RefreshLane.from_data(risky).to_data() == risky
+    for key in ("shortest", "longest", "very_stale"):  # a lane saved before they were kept
+        del risky[key]
+    assert RefreshLane.from_data(risky).shortest == SHORTEST_REFRESH
     assert back.due(1e9) is not None
     off = RefreshLane(share=0.0)
     off.fetched("p", url="p", group=0, source=0, appeared=0.0, t=1.0, digest="x")
@@ -127,6 +146,11 @@ def test_round_trip_and_bad_arguments() -> None:
         {"share": 0.1, "stale_cost": 0.0},
         {"share": 0.1, "prior_period": math.inf},
         {"share": 0.1, "max_pages": 0},
+        {"share": 0.1, "shortest": 0.0},
+        {"share": 0.1, "shortest": 10.0, "longest": 5.0},
+        {"share": 0.1, "longest": math.inf},
+        {"share": 0.1, "very_stale": 0.0},
+        {"share": 0.1, "very_stale": 1.0},
     ]
     for arguments in bad:
         with pytest.raises(ValueError):
@@ -149,3 +173,130 @@ def test_in_a_replay_a_refresh_share_makes_copies_fresher() -> None:
         trace, make_policy("echo-paper"), SimSettings(crawl_rate=0.03, refresh_share=0.1)
     )
     assert freshness(trace, paper).refetches == 0
+
+
+# --- Ford et al.'s risk controls in the lane ------------------------------------------------
+
+
+def young_lane(omega: float, **risk: float) -> tuple[RefreshLane, float]:
+    """Three pages of a group known only by its prior (a change every hour), planned at
+    ``omega`` with room to spare; and the page's stale cost ``C_s`` at the plan."""
+    lane = RefreshLane(share=0.5, prior_period=3600.0, **risk)
+    for i in range(3):
+        lane.fetched(i, url=f"https://a.test/{i}", group=0, source=0, appeared=0.0, t=10.0,
+                     digest="v0")  # fmt: skip
+    lane.plan(100.0, omega=omega, budget=100.0, profit=PROFIT, decay=DECAY)
+    return lane, float(PROFIT[0] * DECAY[0] * math.exp(-DECAY[0] * 100.0))
+
+
+def test_a_group_seen_little_gets_the_papers_shrunk_interval_not_mean_plus_one_sd() -> None:
+    lane, stale = young_lane(0.1)
+    est = lane.book.rates()
+    lam, info = float(est.rate[0]), float(est.information[0])
+    assert info == pytest.approx(1.0, abs=1e-3)  # the prior's pseudo-change alone
+    r = float(optimal_ratio(1 / lam, 0.1, stale)[()])
+    shrink = float(conservative_shrink(r, info)[()])
+    assert 0.2 < shrink < 0.5  # a young estimate: much more conservative than r*
+    paper = float(refresh_interval(1 / lam, 0.1, stale, shrink=shrink)[()])
+    assert [t.interval for t in lane.pages.values()] == [pytest.approx(paper, rel=1e-9)] * 3
+    # The share of very stale refetches at that interval is the bound, no more; at the
+    # estimate's own r*Δ̂ it would be five times that.
+    assert float(very_stale_share(r, info, shrink=shrink)[()]) == pytest.approx(0.05, rel=1e-3)
+    assert float(very_stale_share(r, info)[()]) > 0.2
+    # The rule it replaces, the rate at its posterior mean plus one SD, is twice as long.
+    optimistic = lam * (info + 1 + math.sqrt(info + 1)) / info
+    mean_plus_sd = float(optimal_ratio(1 / optimistic, 0.1, stale)[()]) / optimistic
+    assert mean_plus_sd > 1.8 * paper
+    # What the plan reports: the very stale share it allows, the risk of an underestimate.
+    assert lane.very_stale_share == pytest.approx(0.05, rel=1e-3)
+    assert lane.shrink == pytest.approx(shrink)
+    assert lane.underestimate_risk == pytest.approx(float(underestimate_risk(info)[()]))
+    assert lane.underestimate_risk == pytest.approx(3 * math.exp(-2), abs=0.01)
+
+
+def test_an_interval_shorter_than_the_shortest_is_held_at_it() -> None:
+    lane, stale = young_lane(1e-3)  # a cheap crawl: t* ≈ 200 s, below the 300 s floor
+    assert {t.interval for t in lane.pages.values()} == {SHORTEST_REFRESH}
+    assert lane.very_stale_share == 0.0  # with Δ known it would be refetched as often
+    low, _ = young_lane(1e-3, shortest=10.0)
+    est = low.book.rates()
+    lam, info = float(est.rate[0]), float(est.information[0])
+    shrink = conservative_shrink(float(optimal_ratio(1 / lam, 1e-3, stale)[()]), info)
+    paper = float(refresh_interval(1 / lam, 1e-3, stale, shrink=shrink, shortest=10.0)[()])
+    assert 10.0 < paper < SHORTEST_REFRESH
+    assert [t.interval for t in low.pages.values()] == [pytest.approx(paper, rel=1e-9)] * 3
+
+
+def test_more_information_brings_the_interval_closer_to_the_estimates() -> None:
+    """The paper's Sec. 6: the conservative ratio is for a young estimate. A group refetched
+    200 times at its own rate is planned near r*Δ̂; one seen only by its prior, far below."""
+
+    def shrink_of(lane: RefreshLane) -> float:
+        lam = float(lane.book.rates().rate[0])
+        page = next(iter(lane.pages.values()))
+        stale = float(PROFIT[0] * DECAY[0] * math.exp(-DECAY[0] * 100.0))
+        return page.interval / (float(optimal_ratio(1 / lam, 0.1, stale)[()]) / lam)
+
+    young, _ = young_lane(0.1)
+    known, _ = young_lane(0.1)
+    rng = np.random.default_rng(3)
+    changed = rng.random(200) < -math.expm1(-1.0)  # refetched an hour apart, Δ = 1 h
+    known.book.observe_many(np.zeros(200, dtype=int), np.full(200, 3600.0), changed)
+    known.plan(100.0, omega=0.1, budget=100.0, profit=PROFIT, decay=DECAY)
+    info = known.book.rates().information[0]
+    assert info > 50
+    assert shrink_of(young) < 0.5 < 0.9 < shrink_of(known) <= 1.0
+    assert known.underestimate_risk < 0.01 < 0.3 < young.underestimate_risk
+    # And a tighter bound on very stale refetches is a shorter interval.
+    strict, _ = young_lane(0.1, very_stale=0.01)
+    loose, _ = young_lane(0.1, very_stale=0.2)
+    assert strict.pages[0].interval < young.pages[0].interval < loose.pages[0].interval
+
+
+step = st.tuples(
+    st.sampled_from(["new", "plan", "due", "refetch", "put_back"]),
+    st.integers(0, 7),  # which page (its group: page % 3)
+    st.floats(1.0, 20_000.0),  # seconds since the step before
+    st.booleans(),  # the page changed, at a refetch
+    st.floats(-20_000.0, 20_000.0),  # put back this far from now; or log10 of ω
+)
+
+
+@given(
+    st.lists(step, max_size=80),
+    st.floats(1.0, 5000.0),
+    st.floats(1.0, 1000.0),
+    st.floats(0.01, 0.49),
+    st.floats(0.001, 0.5),
+)
+@settings(max_examples=60, deadline=None)
+def test_no_page_is_refetched_sooner_than_the_shortest_interval(
+    steps: list[tuple[str, int, float, bool, float]], shortest: float, spread: float,
+    share: float, very_stale: float,
+) -> None:  # fmt: skip
+    lane = RefreshLane(share=share, prior_period=3600.0, shortest=shortest,
+                       longest=shortest * spread, very_stale=very_stale)  # fmt: skip
+    now, version, handed = 0.0, dict.fromkeys(range(8), 0), set()
+    for kind, k, gap, changed, x in steps:
+        now += gap
+        url = f"https://a.test/{k}"
+        if kind == "new" or (kind == "refetch" and k in handed):
+            version[k] += changed
+            lane.fetched(k, url=url, group=k % 3, source=k % 2, appeared=0.0, t=now,
+                         digest=f"v{version[k]}")  # fmt: skip
+            handed.discard(k)
+        elif kind == "plan":
+            budget = 1.0 + abs(x) / 1000.0
+            rate = lane.plan(now, omega=10 ** (x / 4000.0), budget=budget, profit=PROFIT,
+                             decay=np.array([1e-5, 1e-6]))  # fmt: skip
+            assert rate <= share * budget * (1 + 1e-6)
+            for t in lane.pages.values():
+                assert math.isinf(t.interval) or shortest <= t.interval <= shortest * spread
+        elif kind == "due":
+            page = lane.due(now)
+            if page is not None:
+                assert now - lane.pages[page].fetched >= shortest
+                handed.add(page)
+        elif kind == "put_back" and k in handed:
+            lane.put_back(k, now + x)
+            handed.discard(k)

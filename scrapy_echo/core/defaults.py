@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from scrapy_echo.core.identity import DEFAULT_STRIP_PARAMS
+from scrapy_echo.model.refetch.refresh import LONGEST_REFRESH, SHORTEST_REFRESH, VERY_STALE_BOUND
 
 DEFAULTS: dict[str, Any] = {
     "ECHO_ENABLED": True,
@@ -34,6 +35,9 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_REFRESH_SHARE": 0.05,  # most of the budget spent refetching pages that may have changed
     "ECHO_REFRESH_STALE_COST": 1.0,  # what a click on a stale copy loses (1: the whole click)
     "ECHO_REFRESH_PRIOR_PERIOD": 207_000.0,  # s between a page's changes before any refetch
+    "ECHO_REFRESH_SHORTEST": SHORTEST_REFRESH,  # s between two fetches of a page, at least
+    "ECHO_REFRESH_LONGEST": LONGEST_REFRESH,  # s between refetches of a page worth one, at most
+    "ECHO_REFRESH_VERY_STALE": VERY_STALE_BOUND,  # share of refetches expected very stale, at most
     "ECHO_FAILURE_BACKOFF": 60.0,  # s a failing source waits, doubled per failure in a row
     "ECHO_FAILURE_BACKOFF_MAX": 6 * 3600.0,
     "ECHO_SOURCE_MAX_FAILURES": 10,  # failures in a row that retire a source

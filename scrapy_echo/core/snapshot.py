@@ -371,6 +371,8 @@ def _refresh_lane(data: Any, current: RefreshLane) -> RefreshLane:
     saved = RefreshLane.from_data(data)
     saved.share, saved.stale_cost = current.share, current.stale_cost
     saved.max_pages = current.max_pages
+    saved.shortest, saved.longest = current.shortest, current.longest
+    saved.very_stale = current.very_stale
     if saved.prior_period != current.prior_period:  # a new prior, until one is fitted
         saved.prior_period, saved.book.prior = current.prior_period, current.book.prior
     return saved

@@ -98,6 +98,9 @@ class CrawlState:
             share=cfg.refresh_share,
             stale_cost=cfg.refresh_stale_cost,
             prior_period=cfg.refresh_prior_period,
+            shortest=cfg.refresh_shortest,
+            longest=cfg.refresh_longest,
+            very_stale=cfg.refresh_very_stale,
         )
 
     # -- sources --------------------------------------------------------------------------

@@ -7,6 +7,7 @@ crawler; :meth:`EchoRuntime.of` gives them all the same runtime, created on firs
 from __future__ import annotations
 
 import logging
+import math
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -169,6 +170,11 @@ class EchoRuntime:
                 stats.set_value("echo/refresh/planned_rate", lane.planned_rate)
                 stats.set_value("echo/refresh/changes", lane.changes)
                 stats.set_value("echo/refresh/incomparable", lane.incomparable)
+                # The plan's expected risks (Ford et al.'s Sec. 5.3); NaN before a plan.
+                for name in ("very_stale_share", "underestimate_risk", "shrink"):
+                    value = getattr(lane, name)
+                    if math.isfinite(value):
+                        stats.set_value(f"echo/refresh/{name}", value)
             site_share = self.state.learner.site_share
             if site_share is not None:
                 stats.set_value("echo/sources/site_share", site_share)

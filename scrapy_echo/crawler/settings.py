@@ -54,6 +54,9 @@ class EchoConfig:
     refresh_share: float
     refresh_stale_cost: float
     refresh_prior_period: float
+    refresh_shortest: float
+    refresh_longest: float
+    refresh_very_stale: float
     failure_backoff: float
     failure_backoff_max: float
     source_max_failures: int
@@ -104,6 +107,7 @@ class EchoConfig:
         min_interval = get.number("ECHO_MIN_INTERVAL", at_least=0.0)
         max_interval = get.optional_number("ECHO_MAX_INTERVAL") or math.inf
         dupefilter_ttl = get.number("ECHO_DUPEFILTER_TTL")
+        refresh_shortest = get.number("ECHO_REFRESH_SHORTEST")
         if max_interval < min_interval:
             raise NotConfigured(
                 f"ECHO_MAX_INTERVAL ({max_interval:g}) must be >= ECHO_MIN_INTERVAL "
@@ -134,6 +138,9 @@ class EchoConfig:
             refresh_share=get.number("ECHO_REFRESH_SHARE", at_least=0.0, at_most=0.5),
             refresh_stale_cost=get.number("ECHO_REFRESH_STALE_COST"),
             refresh_prior_period=get.number("ECHO_REFRESH_PRIOR_PERIOD"),
+            refresh_shortest=refresh_shortest,
+            refresh_longest=get.number("ECHO_REFRESH_LONGEST", at_least=refresh_shortest),
+            refresh_very_stale=get.number("ECHO_REFRESH_VERY_STALE", at_most=0.5),
             failure_backoff=backoff,
             failure_backoff_max=get.number("ECHO_FAILURE_BACKOFF_MAX", at_least=backoff),
             source_max_failures=get.integer("ECHO_SOURCE_MAX_FAILURES"),

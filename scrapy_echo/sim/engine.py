@@ -89,6 +89,11 @@ class SimSettings:
     refresh_share: float = _default("ECHO_REFRESH_SHARE")
     refresh_stale_cost: float = _default("ECHO_REFRESH_STALE_COST")
     refresh_prior_period: float = _default("ECHO_REFRESH_PRIOR_PERIOD")
+    # Its risk controls: seconds between refetches of a page, at least and at most, and the
+    # share of refetches expected very stale (ECHO_REFRESH_SHORTEST, _LONGEST, _VERY_STALE).
+    refresh_shortest: float = _default("ECHO_REFRESH_SHORTEST")
+    refresh_longest: float = _default("ECHO_REFRESH_LONGEST")
+    refresh_very_stale: float = _default("ECHO_REFRESH_VERY_STALE")
     backlog: str = _default("ECHO_BACKLOG")  # "skip": what a first crawl lists is old
     min_interval: float = _default("ECHO_MIN_INTERVAL")  # s; bounds of every source's interval
     max_interval: float = math.inf  # (ECHO_MAX_INTERVAL's None: no bound)

@@ -21,7 +21,8 @@ with that mode and curvature has shape ``I + 1`` and rate ``I/λ̂``: it is the 
 exactly when every change was seen in an interval much shorter than ``Δ`` (changes counted as
 Poisson events), and it keeps the right skew a normal in ``log λ`` misses (with the
 pseudo-points alone the normal puts ``P(λ > 2λ̂)`` at 0.24, the truth is 0.41).
-:func:`underestimate_risk` and :func:`very_stale_share` follow from it.
+:func:`underestimate_risk` and :func:`very_stale_share` follow from it, and from the latter
+:func:`conservative_shrink`, the paper's "more conservative ratio" (Sec. 6) for a young estimate.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ LONGEST_REFRESH = 30 * 86400.0  # seconds: a page that "never" pays is still loo
 _SERIES_R = 1e-4  # below this 1 - (1 - e^{-r})/r cancels; its series to r³ is exact
 _NODES = 128  # midpoints over log(Δ̂/Δ) > 0 for very_stale_share (4e-4 relative)
 _NO_INFORMATION = 1e-9  # below this very_stale_share is 1 to within about this much
+_BISECTIONS = 20  # of log(shrink) over log(1/LEAST_SHRINK): the shrink within 1e-5
+# The paper's very stale intervals were 9.1% of all under estimation (1000 h) and none with Δ
+# known; a lane keeps its young groups' share at most this by refreshing them sooner.
+VERY_STALE_BOUND = 0.05
+LEAST_SHRINK = 1e-3  # below this shrink the floor SHORTEST_REFRESH is what bounds a page
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 _lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
 
@@ -165,42 +171,95 @@ def underestimate_risk(information: ArrayLike, *, factor: float = 2.0) -> FloatA
     return out
 
 
-def very_stale_share(ratio: ArrayLike, information: ArrayLike) -> FloatArray:
+def very_stale_share(
+    ratio: ArrayLike, information: ArrayLike, *, shrink: ArrayLike = 1.0
+) -> FloatArray:
     """Expected share of refresh intervals "very stale" (the paper's Sec. 5.3): stale for at
     least ``rΔ``, the longest a page can be stale when ``Δ`` is known.
 
-    Fetching every ``rΔ̂``, an interval is very stale iff the first change comes before
-    ``rΔ̂ - rΔ``: probability ``1 - exp(-r (Q - 1))`` for ``Q = Δ̂/Δ = λ/λ̂ > 1``, and 0
-    otherwise, averaged over ``Q ~ Gamma(I + 1, rate I)`` (module docstring; midpoint rule
-    over ``log Q > 0``). ``I = 0``: 1, as for :func:`underestimate_risk`.
+    Fetching every ``s·rΔ̂`` (``s = shrink``, the conservative ratio of the paper's Sec. 6), an
+    interval is very stale iff the first change comes before ``s·rΔ̂ - rΔ``: probability
+    ``1 - exp(-r (sQ - 1))`` for ``Q = Δ̂/Δ = λ/λ̂ > 1/s``, and 0 otherwise, averaged over
+    ``Q ~ Gamma(I + 1, rate I)`` (module docstring; midpoint rule over ``log Q > -log s``).
+    ``I = 0``: 1, as for :func:`underestimate_risk`.
 
     >>> very_stale_share(1 / 3, [0.0, 1.0, 10.0, 100.0, np.inf]).round(4).tolist()
     [1.0, 0.2529, 0.0562, 0.0147, 0.0]
+    >>> very_stale_share(1 / 3, 1.0, shrink=[1.0, 0.5, 0.25]).round(4).tolist()
+    [0.2529, 0.0746, 0.0083]
     """
     r = _array("ratio", ratio, low=0.0, strict=True)
     if np.isinf(r).any():
         raise ValueError("ratio must be finite (a page never refreshed has no intervals)")
     info = _array("information", information, low=0.0, strict=False)
-    r, info = np.broadcast_arrays(r, info)
+    s = _array("shrink", shrink, low=0.0, strict=True)
+    if (s > 1).any():
+        raise ValueError(f"shrink must be in (0, 1], got {s[s > 1].ravel()[0]!r}")
+    r, info, s = np.broadcast_arrays(r, info, s)
     live = (info > _NO_INFORMATION) & np.isfinite(info)
     a = np.where(live, info, 1.0)[..., None]
     shape = a + 1.0
     # Q's mean is 1 + 1/I: up to ~12 standard deviations past it, however small I is.
     top = np.log(shape + 12.0 * np.sqrt(shape) + 40.0) - np.log(a)
-    step = top / _NODES
-    y = (np.arange(_NODES) + 0.5) * step
+    low = -np.log(s)[..., None]  # only Q > 1/s can leave a page very stale
+    step = np.maximum(top - low, 0.0) / _NODES  # (0: 1/s is past the tail, share 0)
+    y = low + (np.arange(_NODES) + 0.5) * step
     with np.errstate(over="ignore", invalid="ignore"):
         q = np.exp(y)
         log_density = shape * (np.log(a) + y) - a * q - _lgamma(shape)  # of log Q
-        stale = -np.expm1(-r[..., None] * (q - 1.0))
+        stale = -np.expm1(-r[..., None] * (s[..., None] * q - 1.0))
         share = (stale * np.exp(log_density) * step).sum(axis=-1)
     out: FloatArray = np.where(live, share, np.where(np.isinf(info), 0.0, 1.0))
     return out
 
 
+def conservative_shrink(
+    ratio: ArrayLike,
+    information: ArrayLike,
+    *,
+    bound: float = VERY_STALE_BOUND,
+    least: float = LEAST_SHRINK,
+) -> FloatArray:
+    """The largest ``s`` in ``[least, 1]`` whose :func:`very_stale_share` at ``ratio`` is at
+    most ``bound``: the paper's Sec. 6, "bounding the probability of being overly stale ...
+    to choose a more conservative ratio" (it gives no rule; this is the bound made one).
+
+    The share grows with ``s`` (a longer interval leaves a page stale longer), so bisection
+    on ``log s`` finds it; the share at the ``s`` returned is at most ``bound`` unless even
+    ``least`` cannot bring it there (``I = 0``: nothing bounds the rate). Much information
+    leaves ``s`` at 1, the estimate as it stands.
+
+    >>> conservative_shrink(1 / 3, [0.0, 1.0, 10.0, 100.0]).round(3).tolist()
+    [0.001, 0.425, 0.972, 1.0]
+    >>> conservative_shrink([0.01, 0.1, 1.0], 1.0).round(3).tolist()  # a short ratio risks less
+    [1.0, 0.681, 0.316]
+    """
+    if not (math.isfinite(bound) and 0 < bound < 1):
+        raise ValueError(f"bound must be a number in (0, 1), got {bound!r}")
+    if not (math.isfinite(least) and 0 < least <= 1):
+        raise ValueError(f"least must be a number in (0, 1], got {least!r}")
+    r = _array("ratio", ratio, low=0.0, strict=True)
+    if np.isinf(r).any():
+        raise ValueError("ratio must be finite (a page never refreshed needs no shrink)")
+    r, info = np.broadcast_arrays(r, _array("information", information, low=0.0, strict=False))
+    lo = np.full(r.shape, math.log(least))  # share(lo) <= bound, or lo = least: taken
+    hi = np.zeros(r.shape)
+    done = very_stale_share(r, info) <= bound
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        ok = very_stale_share(r, info, shrink=np.exp(mid)) <= bound
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    floor = lo <= math.log(least)  # (least itself, not exp(log(least)) off by rounding)
+    out: FloatArray = np.where(done, 1.0, np.where(floor, least, np.exp(lo)))
+    return out
+
+
 __all__ = [
+    "LEAST_SHRINK",
     "LONGEST_REFRESH",
     "SHORTEST_REFRESH",
+    "VERY_STALE_BOUND",
+    "conservative_shrink",
     "expected_cost_per_hour",
     "freshness",
     "optimal_ratio",

@@ -8,11 +8,18 @@ pseudo-observations as the prior (:class:`~scrapy_echo.model.refetch.change_book
 prior fitted to all groups). Its refresh is worth Ford et al.'s cost trade with ECHO's prices: a
 crawl costs ``C_c = ω`` (ECHO's value of a crawl, in clicks), and a stale page costs
 ``C_s = stale_cost × P μ e^{-μ·age}``, the clicks per second it still draws served stale. So
-each page is refetched every ``t* = g⁻¹(C_c / (C_s Δ)) Δ``, and never once ``C_c ≥ C_s Δ``:
+each page is refetched every ``t* = g⁻¹(C_c / (C_s Δ̂)) Δ̂``, and never once ``C_c ≥ C_s Δ̂``:
 as the page ages its clicks fade and its interval grows; once no refetch pays and most of its
 clicks have come, it leaves the lane. If the refreshes would take more than the lane's share
-of the budget, ``C_c`` is raised until they fit. A group's rate is taken at its posterior mean
-plus one standard deviation: optimism, so that the lane learns.
+of the budget, ``C_c`` is raised until they fit.
+
+Ford et al.'s risk controls: ``Δ̂`` is the group's estimate as it stands, and the interval is
+shrunk by the most conservative ratio the paper's Sec. 6 calls for, the largest shrink whose
+expected share of very stale intervals (stale longer than the known-``Δ`` interval) is at most
+``very_stale``, given the information the group's refetches carry
+(:func:`~scrapy_echo.model.refetch.refresh.conservative_shrink`); then clipped to
+``[shortest, longest]``, so no page is refetched sooner than ``shortest`` after its last fetch.
+A young group is refetched sooner, and so learns; a well-known one at ``t*`` itself.
 """
 
 from __future__ import annotations
@@ -24,13 +31,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from scrapy_echo.model.intervals.curves import FloatArray, g_inv
+from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.refetch.change_book import ChangeBook
-from scrapy_echo.model.refetch.change_rates import DEFAULT_PRIOR, PseudoObservations
+from scrapy_echo.model.refetch.change_rates import DEFAULT_PRIOR, PseudoObservations, RateEstimate
 from scrapy_echo.model.refetch.content import changed as content_changed
+from scrapy_echo.model.refetch.refresh import LONGEST_REFRESH, SHORTEST_REFRESH, VERY_STALE_BOUND
+from scrapy_echo.model.refetch.refresh_plan import (
+    fit_to_cap,
+    group_shrinks,
+    optimal_ratios,
+    plan_risks,
+    planned_intervals,
+)
 
-_BISECTIONS = 60
 TRIES = 3  # refetches of a page handed out without coming back before it leaves the lane
 _MOVED = 60.0  # seconds a page's due time must move by to be pushed again
 
@@ -57,7 +72,13 @@ class RefreshLane:
     on a stale copy loses (1: the whole click); ``prior_period``: the mean seconds between
     changes the prior stands for before any refetch (Ford et al.'s pseudo-observations, a change
     after 1 h and none after 57 h: 57.5 h), scaled; ``max_pages``: pages tracked at most (the
-    oldest go first)."""
+    oldest go first); ``shortest``, ``longest``: seconds between refetches of a page at least
+    and at most (a page no refetch pays for is not refetched at all); ``very_stale``: the
+    share of refresh intervals expected very stale the shrink allows a group.
+
+    After each :meth:`plan`: ``very_stale_share``, the expected share of the planned refresh
+    intervals that are very stale; ``underestimate_risk``, the expected share of tracked pages
+    whose rate is over twice its estimate; ``shrink``, the mean shrink of a planned refetch."""
 
     def __init__(
         self,
@@ -66,6 +87,9 @@ class RefreshLane:
         stale_cost: float = 1.0,
         prior_period: float = 1.0 / DEFAULT_PRIOR.rate(),
         max_pages: int = 100_000,
+        shortest: float = SHORTEST_REFRESH,
+        longest: float = LONGEST_REFRESH,
+        very_stale: float = VERY_STALE_BOUND,
     ) -> None:
         if not 0 <= share < 1:
             raise ValueError(f"share must be in [0, 1), got {share!r}")
@@ -75,6 +99,14 @@ class RefreshLane:
             raise ValueError(f"prior_period must be a finite number > 0, got {prior_period!r}")
         if max_pages < 1:
             raise ValueError(f"max_pages must be >= 1, got {max_pages!r}")
+        if not (math.isfinite(longest) and 0 < shortest <= longest):
+            raise ValueError(
+                f"shortest and longest must be finite seconds, 0 < shortest <= longest, got "
+                f"{shortest!r}, {longest!r}"
+            )
+        if not (math.isfinite(very_stale) and 0 < very_stale < 1):
+            raise ValueError(f"very_stale must be a number in (0, 1), got {very_stale!r}")
+        self.shortest, self.longest, self.very_stale = shortest, longest, very_stale
         self.share, self.stale_cost, self.max_pages = share, stale_cost, max_pages
         scale = prior_period * DEFAULT_PRIOR.rate()
         self.prior_period = prior_period
@@ -90,6 +122,8 @@ class RefreshLane:
         self.incomparable = 0  # refetches with nothing to compare to the fetch before
         # The slots the lane was asked for (capped: see CrawlCore.next_refresh) and served.
         self.asks, self.served = 0.0, 0
+        # What the last plan expects (the class docstring); NaN before any plan.
+        self.very_stale_share = self.underestimate_risk = self.shrink = math.nan
 
     @property
     def enabled(self) -> bool:
@@ -133,21 +167,20 @@ class RefreshLane:
             if fitted is not None:
                 self.book.prior = fitted
         estimate = self.book.rates()
-        # Optimism, as for P: the rate at its posterior mean plus one standard deviation
-        # (Gamma(I + 1, I/λ̂), scrapy_echo.model.refetch.refresh), so a group is refetched enough to
-        # learn whether its pages change, until its refetches say how often.
-        shape = estimate.information + 1.0
-        rate = estimate.rate * (shape + np.sqrt(shape)) / np.maximum(estimate.information, 0.5)
         pages = list(self.pages)
         tracked = [self.pages[p] for p in pages]
+        groups = np.array([t.group for t in tracked], dtype=np.intp)
         sources = np.array([t.source for t in tracked], dtype=np.intp)
         inside = sources < profit.size
         age = now - np.array([t.appeared for t in tracked])
         mu = np.where(inside, decay[np.minimum(sources, decay.size - 1)], 0.0)
         p = np.where(inside, profit[np.minimum(sources, profit.size - 1)], 0.0)
         stale = self.stale_cost * np.nan_to_num(p * mu * np.exp(-mu * np.maximum(age, 0.0)))
-        delta = 1.0 / np.maximum(rate[[t.group for t in tracked]], 1e-300)
-        intervals = _intervals(max(omega, 1e-300), stale, delta)
+        crawl_cost = max(omega, 1e-300)
+        rate, shrink_by_group = self.group_schedule(estimate, groups, crawl_cost, stale)
+        delta = 1.0 / np.maximum(rate[groups], 1e-300)
+        shrink = shrink_by_group[groups]
+        intervals = self._intervals(crawl_cost, stale, delta, shrink)
         # A page whose clicks no longer pay for a refetch at ECHO's price, and have mostly
         # come (three lifetimes: 95%), leaves: they only fade. One priced out by a passing ω
         # or by the lane's share stays, and may come back.
@@ -156,7 +189,15 @@ class RefreshLane:
         leaving = (np.isinf(intervals) & faded & (mu > 0)).tolist()
         cap = self.share * budget
         if np.sum(1.0 / intervals) > cap:
-            intervals = _fit_to(cap, max(omega, 1e-300), stale, delta)
+            crawl_cost = fit_to_cap(
+                cap, crawl_cost, lambda cost: self._intervals(cost, stale, delta, shrink)
+            )
+            intervals = self._intervals(crawl_cost, stale, delta, shrink)
+        risks = plan_risks(
+            estimate.information[groups], intervals, optimal_ratios(crawl_cost, stale, delta),
+            delta, shrink, ~np.array(leaving, dtype=bool), shortest=self.shortest,
+        )  # fmt: skip
+        self.very_stale_share, self.underestimate_risk, self.shrink = risks
         for page, t, interval, leaves in zip(
             pages, tracked, intervals.tolist(), leaving, strict=True
         ):
@@ -172,6 +213,24 @@ class RefreshLane:
         self.planned_rate = float(np.sum(1.0 / intervals))
         return self.planned_rate
 
+    def group_schedule(
+        self, estimate: RateEstimate, groups: NDArray[np.intp], crawl_cost: float,
+        stale: FloatArray,
+    ) -> tuple[FloatArray, FloatArray]:  # fmt: skip
+        """Per group, the rate its pages' intervals are planned at (its estimate ``λ̂``, as
+        the paper schedules) and their shrink, set at the longest optimal ratio among its
+        pages at ECHO's price (the one most at risk: the very stale share grows with it)."""
+        rate = estimate.rate
+        ratio = optimal_ratios(crawl_cost, stale, 1.0 / np.maximum(rate[groups], 1e-300))
+        return rate, group_shrinks(ratio, groups, estimate.information, bound=self.very_stale)
+
+    def _intervals(
+        self, crawl_cost: float, stale: FloatArray, delta: FloatArray, shrink: FloatArray
+    ) -> FloatArray:
+        return planned_intervals(
+            crawl_cost, stale, delta, shrink, shortest=self.shortest, longest=self.longest
+        )
+
     def due(self, now: float) -> Hashable | None:
         """A page due for a refetch by ``now`` (the most overdue), taken off the heap. If its
         refetch never comes back (a 404, a download error), it is due again an interval (an
@@ -182,6 +241,9 @@ class RefreshLane:
             tracked = self.pages.get(page)
             if tracked is None or when != tracked.due:
                 continue  # an entry since replaced
+            if now < tracked.fetched + self.shortest:  # (a shortest raised since: restored)
+                self._push(page, tracked, tracked.fetched + self.shortest)
+                continue
             if tracked.taken >= TRIES:
                 del self.pages[page]
                 continue
@@ -190,12 +252,18 @@ class RefreshLane:
             return page
         return None
 
+    def next_due(self) -> float:
+        """The earliest time :meth:`due` may hand out a page (inf: none is planned); an entry
+        since replaced may make it early, never late."""
+        return self._due[0][0] if self._due else math.inf
+
     def put_back(self, page: Hashable, when: float) -> None:
         """A page :meth:`due` gave that could not leave now: due again at ``when``."""
         tracked = self.pages.get(page)
         if tracked is not None:
             tracked.taken = max(tracked.taken - 1, 0)
-            self._push(page, tracked, when)
+            # Never sooner than the shortest interval after its last fetch.
+            self._push(page, tracked, max(when, tracked.fetched + self.shortest))
 
     def _push(self, page: Hashable, tracked: Tracked, when: float | None = None) -> None:
         due = tracked.fetched + tracked.interval if when is None else when
@@ -219,6 +287,9 @@ class RefreshLane:
             "stale_cost": self.stale_cost,
             "prior_period": self.prior_period,
             "max_pages": self.max_pages,
+            "shortest": self.shortest,
+            "longest": self.longest,
+            "very_stale": self.very_stale,
             "book": self.book.to_data(),
             # Each page's place among the due ones (None: not due), so that pages due at the
             # same time leave in the same order after a restore.
@@ -243,6 +314,11 @@ class RefreshLane:
             stale_cost=float(data["stale_cost"]),
             prior_period=float(data["prior_period"]),
             max_pages=int(data["max_pages"]),
+            # (Absent from lanes saved before the risk controls: their defaults. A crawl that
+            # resumes takes its own settings anyway: core.snapshot.)
+            shortest=float(data.get("shortest", SHORTEST_REFRESH)),
+            longest=float(data.get("longest", LONGEST_REFRESH)),
+            very_stale=float(data.get("very_stale", VERY_STALE_BOUND)),
         )
         out.book = ChangeBook.from_data(data["book"])
         ranked = []
@@ -263,31 +339,6 @@ class RefreshLane:
         asks, served = data["slots"]
         out.asks, out.served = float(asks), int(served)
         return out
-
-
-def _intervals(crawl_cost: float, stale: FloatArray, delta: FloatArray) -> FloatArray:
-    """Ford et al.'s cost-optimal interval ``g⁻¹(C_c/(C_s Δ)) Δ``; inf where never worth it."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(stale > 0, crawl_cost / (stale * delta), np.inf)
-    ratio = np.full(z.shape, np.inf)
-    worth = z < 1.0
-    ratio[worth] = g_inv(z[worth])
-    return np.asarray(ratio * delta, dtype=np.float64)
-
-
-def _fit_to(cap: float, crawl_cost: float, stale: FloatArray, delta: FloatArray) -> FloatArray:
-    """The intervals at the least crawl cost above ``crawl_cost`` whose refetches per second
-    are at most ``cap``: bisection on its log (the rate falls as the cost rises)."""
-    low, high = math.log(crawl_cost), math.log(crawl_cost)
-    while np.sum(1.0 / _intervals(math.exp(high), stale, delta)) > cap:
-        high += math.log(4.0)
-    for _ in range(_BISECTIONS):
-        mid = 0.5 * (low + high)
-        if np.sum(1.0 / _intervals(math.exp(mid), stale, delta)) > cap:
-            low = mid
-        else:
-            high = mid
-    return _intervals(math.exp(high), stale, delta)
 
 
 __all__ = ["RefreshLane", "Tracked"]
