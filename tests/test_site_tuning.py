@@ -148,7 +148,7 @@ def table_one_log() -> tuple[np.ndarray, InterestCurves, TemporalPages, np.ndarr
 def test_table_one_through_the_tuning_and_the_labelled_measure() -> None:
     site, curves, classes, temporal = table_one_log()
     assert int(classes.temporal.sum()) == 135_939 and int(classes.classified.sum()) == 975_151
-    alpha, f_by_alpha, (precision, recall, f) = tune_weights(site, curves, classes, top=100)
+    _, f_by_alpha, (precision, recall, f) = tune_weights(site, curves, classes, top=100)
     assert [round(v, 3) for v in (precision, recall, f)] == [0.762, 0.516, 0.615]
     assert f_by_alpha.max() == pytest.approx(f)
     manual = labelled_prf(site, np.arange(100, 200), np.arange(site.size), temporal)
