@@ -338,6 +338,9 @@ CENSORED = [  # (µ, σ, born days before the log): temporal when e^(µ + 0.524�
     (math.log(20), 1.0, 5.0),
     (math.log(20), 1.0, 40.0),
     (math.log(8), 0.6, 10.0),
+    # Born near their peak: read as born at the log's start, these would look temporal.
+    (math.log(5), 0.4, 4.0),
+    (math.log(4), 0.3, 3.0),
 ]
 
 
@@ -351,8 +354,10 @@ def test_pages_alive_at_the_start_are_classified_right() -> None:
     z = NormalDist().inv_cdf(0.7)
     truth = [mu + s * z < math.log(3) for mu, s, _ in CENSORED]
     assert classes.classified[: len(CENSORED)].all(), classes.left_out
-    assert classes.temporal[: len(CENSORED)].tolist() == truth == [True, True, False, False, False]
+    assert classes.temporal[: len(CENSORED)].tolist() == truth == [True, True] + [False] * 5
     assert classes.left_out["birth_unknown"] == 0 and classes.left_out["alive_at_start"] == 0
+    as_born_at_start = classify_pages(curves, keep_alive_at_start=True).temporal
+    assert as_born_at_start[5:7].all()  # what the births fix
 
 
 @pytest.mark.parametrize(("mu", "sigma", "before"), [(0.5, 0.6, 2.0), (1.5, 0.9, 4.0)])
@@ -389,7 +394,7 @@ def test_tuning_judges_pages_alive_at_the_start_through_their_births() -> None:
     page, t, v = left_censored_log(CENSORED)
     curves = fit_interest_curves(page, t, v)
     lags = fit_birth_lags(page, t, v, curves)
-    truth = np.array([True, True, False, False, False])
+    truth = np.array([True, True] + [False] * 5)
     labelled = np.arange(len(CENSORED))
     with_births = tune_thresholds(
         curves, labelled, truth, n_grid=[3.0], q_grid=[0.7], birth_lags=lags
@@ -397,4 +402,4 @@ def test_tuning_judges_pages_alive_at_the_start_through_their_births() -> None:
     assert with_births.hits == len(CENSORED)
     without = tune_thresholds(curves, labelled, truth, n_grid=[3.0], q_grid=[0.7])
     assert without.hits == 0 and without.unjudged == len(CENSORED)
-    assert site_tuning.classify(curves, None, n=3, q=0.7).left_out["alive_at_start"] == 5
+    assert site_tuning.classify(curves, None, n=3, q=0.7).left_out["alive_at_start"] == 7

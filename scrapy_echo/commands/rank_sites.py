@@ -157,7 +157,13 @@ class Command(ScrapyCommand):
         lags = None
         if not (opts.keep_alive_at_start or opts.drop_alive_at_start):
             lags = fit_birth_lags(
-                log.page, t, log.views, curves, bin_days=bin_days, max_lag=opts.max_birth_lag
+                log.page,
+                t,
+                log.views,
+                curves,
+                bin_days=bin_days,
+                max_lag=opts.max_birth_lag,
+                min_views=opts.min_views,
             )
         n, q = opts.days, opts.quantile
         print(f"read {log.rows} rows of {args[0]} (bad rows skipped: {bad})")

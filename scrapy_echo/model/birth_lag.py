@@ -47,7 +47,7 @@ from scrapy_echo.model.temporal_sites import (
 LIKELIHOOD_DROP = 1.92
 BIRTH_UNKNOWN = "birth_unknown"
 _ITERATIONS = 80  # Newton steps; a concave fit converges in well under 30
-_HALVINGS = 40
+_HALVINGS = 30
 _CELLS = 1 << 22  # pages × bins evaluated at once (32 MiB of float64)
 
 
@@ -109,11 +109,13 @@ def fit_birth_lags(
     *,
     bin_days: float = 1.0,
     max_lag: float | None = None,
+    min_views: float = MIN_VIEWS,
 ) -> BirthLags:
     """Fit the pages of ``curves`` alive at the log's start at every lag of
     :func:`lag_grid`; ``page, t, views`` and ``bin_days`` are the rows and bin width
     ``curves`` was fitted from. ``max_lag`` (days; default the log's length): the earliest
-    birth considered, before the log.
+    birth considered, before the log. Pages with fewer than ``min_views`` views are not
+    fitted (the test leaves them out).
 
     Examples
     --------
@@ -138,7 +140,8 @@ def fit_birth_lags(
     t, views = np.asarray(t, dtype=np.float64), np.asarray(views, dtype=np.float64)
     if page.shape != t.shape or t.shape != views.shape or page.ndim != 1:
         raise ValueError("page, t and views must be 1-d arrays of one length")
-    alive = np.flatnonzero(curves.alive_at_start).astype(np.intp)
+    # Pages the test leaves out for too few views are not worth the fit (most of the cost).
+    alive = np.flatnonzero(curves.alive_at_start & (curves.views >= min_views)).astype(np.intp)
     span = float(np.nanmax(curves.observed)) if alive.size else 0.0  # the log's length
     lags = lag_grid(span if max_lag is None else max_lag, bin_days)
     shape = (alive.size, lags.size)
@@ -206,30 +209,44 @@ def _fit(
 def _moments(
     theta: FloatArray, stats: FloatArray, base: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Log-normaliser, mean ``(2,)`` and covariance ``(2, 2)`` of the statistics per row."""
+    """Log-normaliser, mean ``(d,)`` and covariance ``(d, d)`` of the statistics per row."""
     e = theta @ stats + base  # (rows, bins)
     top = e.max(axis=1, keepdims=True)
     p = np.exp(e - top)
-    z = p.sum(axis=1, keepdims=True)
-    p /= z
-    m = p @ stats.T  # (rows, 2)
-    second = np.einsum("rb,ib,jb->rij", p, stats, stats)
-    cov = second - m[:, :, None] * m[:, None, :]
-    return top[:, 0] + np.log(z[:, 0]), m, cov
+    z = p.sum(axis=1)
+    d = stats.shape[0]
+    # Every product of two statistics, one matrix product (the statistics are s and s²).
+    pairs = [(i, j) for i in range(d) for j in range(i, d)]
+    table = np.concatenate([stats, np.stack([stats[i] * stats[j] for i, j in pairs])])
+    sums = (p @ table.T) / z[:, None]
+    m = sums[:, :d]
+    cov = np.empty((theta.shape[0], d, d))
+    for k, (i, j) in enumerate(pairs):
+        cov[:, i, j] = cov[:, j, i] = sums[:, d + k] - m[:, i] * m[:, j]
+    return top[:, 0] + np.log(z), m, cov
 
 
 def _newton(mean: FloatArray, stats: FloatArray, base: FloatArray) -> FloatArray:
-    """Maximise ``θ·mean - log Z(θ)`` per row (concave) by damped Newton steps."""
+    """Maximise ``θ·mean - log Z(θ)`` per row (concave) by damped Newton steps, from the
+    untruncated normal of the data's moments where there is one (fewer steps), else 0."""
     theta = np.zeros_like(mean)
+    if mean.shape[1] == 2:
+        var = mean[:, 1] - mean[:, 0] ** 2
+        start = var > 1e-6
+        # exp(θ1 s + θ2 s² + base): the base's slope in s is absorbed into θ1.
+        slope = float(np.polyfit(stats[0], base, 1)[0]) if stats.shape[1] > 1 else 0.0
+        theta[start, 1] = -0.5 / var[start]
+        theta[start, 0] = mean[start, 0] / var[start] - slope
     log_z, m, cov = _moments(theta, stats, base)
     value = np.einsum("ij,ij->i", theta, mean) - log_z
     active = np.ones(mean.shape[0], bool)
     for _ in range(_ITERATIONS):
         grad = mean - m
-        active &= np.abs(grad).max(axis=1) > 1e-10
+        active &= np.abs(grad).max(axis=1) > 1e-9
         if not active.any():
             break
         idx = np.flatnonzero(active)
+        before = value[idx].copy()
         # A small ridge: when all views sit in one bin the covariance vanishes as θ grows.
         hess = cov[idx] + 1e-12 * np.eye(mean.shape[1])
         delta = np.linalg.solve(hess, grad[idx][:, :, None])[:, :, 0]
@@ -249,7 +266,10 @@ def _newton(mean: FloatArray, stats: FloatArray, base: FloatArray) -> FloatArray
             scale[still] *= 0.5
             if not pending.any():
                 break
-        active[idx[pending]] = False  # no step helps: at the optimum to rounding
+        # No step helps, or it gains next to nothing (a fit running off to a one-bin spike
+        # gains ever less): at the optimum as far as the test can see.
+        gain = value[idx] - before
+        active[idx[pending | (gain < 1e-9)]] = False
     return theta
 
 
@@ -263,10 +283,16 @@ def classify_with_birth_lags(
 ) -> TemporalPages:
     """:func:`~scrapy_echo.model.temporal_sites.classify_pages`, with the pages alive at the
     log's start judged at their plausible births: ``left_out`` counts those the births
-    leave undecided as ``birth_unknown`` (and none as ``alive_at_start``)."""
+    leave undecided as ``birth_unknown``, and those ``lags`` holds no fit for as
+    ``alive_at_start``."""
     classes = classify_pages(curves, n=n, q=q, min_views=min_views, keep_alive_at_start=True)
     temporal, classified = classes.temporal.copy(), classes.classified.copy()
     pages = lags.pages
+    # Pages alive at the start without a fit (fitted with a higher min_views): left out.
+    unfitted = curves.alive_at_start & classified
+    unfitted[pages] = False
+    temporal &= ~unfitted
+    classified &= ~unfitted
     lo, hi = lags.quantile_range([NormalDist().inv_cdf(q)])
     cut = math.log(n)
     yes, no = hi[:, 0] < cut, lo[:, 0] >= cut
@@ -274,5 +300,6 @@ def classify_with_birth_lags(
     temporal[pages] = judged & yes
     classified[pages] = judged & (yes | no)
     left_out = dict(classes.left_out)
+    left_out["alive_at_start"] = int(unfitted.sum())
     left_out[BIRTH_UNKNOWN] = int((judged & ~(yes | no)).sum())
     return TemporalPages(temporal, classified, left_out)

@@ -31,8 +31,11 @@ from numpy.typing import ArrayLike
 from scrapy_echo.model.birth_lag import BirthLags, classify_with_birth_lags
 from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.temporal_sites import (
+    ALPHA,
     MIN_SITE_PAGES,
     MIN_VIEWS,
+    N_DAYS,
+    QUANTILE,
     BoolArray,
     IntArray,
     InterestCurves,
@@ -98,9 +101,9 @@ def tune_thresholds(
     weights: tuple[float, float, float] = HITS,
 ) -> ThresholdFit:
     """The ``(n, q)`` maximising ``A·hit - B·miss - C·false alarm`` over the labelled pages
-    (``labelled`` page indices, ``temporal`` their labels); ties go to the first in grid
-    order, smallest ``q`` then smallest ``n``. Pages alive at the log's start are judged
-    through ``birth_lags`` (without them they are never judged).
+    (``labelled`` page indices, ``temporal`` their labels); ties go to the point nearest the
+    paper's ``(3, 0.7)`` (``|q - 0.7| + |ln(n/3)|``), then to the smallest ``q`` and ``n``.
+    Pages alive at the log's start are judged through ``birth_lags`` (without them, never).
 
     Medians ``e^µ`` of a third of a day and of seven days; at ``n = 30`` both are temporal:
 
@@ -148,7 +151,10 @@ def tune_thresholds(
         alarm = (yes & ~truth[:, None]).sum(axis=0)
         counts[i] = np.stack([hit, miss, alarm], axis=1)
         performance[i] = a * hit - b * miss - c * alarm
-    qi, nj = np.unravel_index(int(np.argmax(performance)), performance.shape)
+    # Ties (a plateau of equal Performance) go to the point nearest the paper's (3, 0.7).
+    distance = np.abs(q_values[:, None] - QUANTILE) + np.abs(np.log(n_values[None, :] / N_DAYS))
+    tied = performance == performance.max()
+    qi, nj = np.unravel_index(int(np.argmin(np.where(tied, distance, np.inf))), tied.shape)
     hit, miss, alarm = (int(v) for v in counts[qi, nj])
     unjudged = int(pages.size - hit - miss - alarm)
     return ThresholdFit(
@@ -174,8 +180,8 @@ def tune_weights(
     min_pages: int = MIN_SITE_PAGES,
 ) -> tuple[float, FloatArray, FloatArray]:
     """The ``α`` (``β = 1 - α``) whose top ``top`` sites have the best page-level F, the F
-    per ``α`` of ``alpha_grid``, and ``(precision, recall, F)`` at the best (ties: the
-    first ``α``)."""
+    per ``α`` of ``alpha_grid``, and ``(precision, recall, F)`` at the best (ties: the ``α``
+    nearest the paper's 0.6, then the smaller)."""
     grid = np.asarray(alpha_grid, dtype=np.float64)
     if grid.ndim != 1 or grid.size == 0 or not np.all((grid >= 0) & (grid <= 1)):
         raise ValueError("alpha_grid must be a non-empty 1-d grid of values in [0, 1]")
@@ -190,7 +196,10 @@ def tune_weights(
         score = np.where(ranked, alpha * base.score1 + (1 - alpha) * base.score2, np.nan)
         chosen = _top_sites(score, temporal, top)
         measures[i] = prf(float(temporal[chosen].sum()), float(pages[chosen].sum()), all_temporal)
-    best = int(np.argmax(measures[:, 2]))
+    # Ties go to the α nearest the paper's 3:2: the top sites often do not change over a
+    # wide range of α, and the first grid point (α = 0) would be an arbitrary pick.
+    tied = measures[:, 2] == measures[:, 2].max()
+    best = int(np.argmin(np.where(tied, np.abs(grid - ALPHA), np.inf)))
     return float(grid[best]), measures[:, 2].copy(), measures[best].copy()
 
 
