@@ -1,5 +1,5 @@
-"""Ranking sites by how temporal they are (seed 001, Wang et al. 2008): the model, the
-page-view log reader, ``scrapy echo-rank-sites`` and its output as ``echo-discover``'s hosts."""
+"""Ranking sites by how temporal they are (Wang et al. 2008): the model, the page-view log
+reader, ``scrapy echo-rank-sites`` and its output as ``echo-discover``'s hosts."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from scrapy.exceptions import UsageError
 
 from scrapy_echo.commands.discover import _read_hosts
-from scrapy_echo.commands.rank_sites import _read_labels
+from scrapy_echo.commands.rank_sites import _evaluate, _read_labels
 from scrapy_echo.inputs.pageview_log import read_page_views, sites_of_pages
 from scrapy_echo.model.temporal_sites import (
     InterestCurves,
@@ -33,7 +33,14 @@ from scrapy_echo.model.temporal_sites import (
     prf,
     score_sites,
 )
-from scrapy_echo.sim.pageview_synth import default_sites, write_labels, write_log
+from scrapy_echo.sim.pageview_synth import (
+    SiteSpec,
+    default_sites,
+    write_labels,
+    write_log,
+    write_page_labels,
+)
+from tests.test_site_tuning import table_one_log
 
 SCRAPY = [sys.executable, "-m", "scrapy"]
 
@@ -159,23 +166,35 @@ def test_a_page_turning_temporal_never_lowers_its_sites_score(seed: int) -> None
     assert np.all(np.diff(after.score[after.order]) <= 0)
 
 
-def test_the_seeds_arithmetic() -> None:
-    # Table 1: the automatic list (70,110 temporal and 21,886 untemporal pages in its top 100
-    # sites) and Sohu's manual one, against 135,939 temporal pages in all.
-    auto = prf(70_110, 70_110 + 21_886, 135_939)
-    manual = prf(59_113, 59_113 + 49_124, 135_939)
-    assert [round(v, 3) for v in auto] == [0.762, 0.516, 0.615]
-    assert [round(v, 3) for v in manual] == [0.546, 0.435, 0.484]
-    # focus.cn: 2,337 temporal and 703 untemporal pages; hit 2,829, miss 141, false alarm 70.
-    actual = np.r_[np.ones(2337, bool), np.zeros(703, bool)]
-    predicted = np.r_[np.ones(2196), np.zeros(141), np.ones(70), np.zeros(633)]
-    counts = confusion(predicted, actual)
+def test_the_papers_cases_through_the_classifier_and_the_commands_report(capsys) -> None:
+    """focus.cn: the project's classifier at n = 3, q = 0.7 on pages built to fall as the
+    paper's did (2,337 temporal and 703 untemporal labels) gives hit 2,829, miss 141 and
+    false alarm 70, and the paper's precision and recall of the temporal class. Table 1: the
+    command's report of the top 100 sites of 975,151 classified pages."""
+    z, ln3 = NormalDist().inv_cdf(0.7), math.log(3)
+    # Just inside and just outside the boundary µ + σ z_0.7 = ln 3, and far from it.
+    mu = np.r_[np.full(2196, ln3 - z - 0.01), np.full(141, ln3 - z + 0.01)]
+    mu = np.r_[mu, np.full(70, ln3 - z - 0.01), np.full(633, ln3 - z + 0.01)]
+    label = np.r_[np.ones(2337, bool), np.zeros(703, bool)]
+    classes = classify_pages(curves_of(mu, np.ones(mu.size)))
+    counts = confusion(classes.temporal, label)
     assert (counts.hits, counts.misses, counts.false_alarms) == (2829, 141, 70)
     assert counts.performance() == 2829 - 141 - 70
     assert counts.performance(1, 0, 10) == 2829 - 700
     precision, recall, _ = counts.prf()
     assert (round(precision, 3), round(recall, 3)) == (0.969, 0.94)
     assert prf(0, 0, 5) == (0.0, 0.0, 0.0)
+
+    site, curves, table, _ = table_one_log()
+    names = [f"site{i}.example" for i in range(400)]
+    scores = score_sites(site, curves, table, sites=400)
+    chosen = scores.order[:100]
+    _evaluate({}, names, scores, chosen, (1.0, 1.0, 1.0))
+    out = capsys.readouterr().out
+    assert (
+        "pages of the written sites: 70110 temporal of 91996; precision 0.762, recall 0.516, "
+        "F 0.615" in out
+    )
 
 
 @pytest.mark.parametrize(
@@ -232,8 +251,10 @@ def test_bad_rows_are_skipped_counted_by_kind_and_logged_once(tmp_path: Path, ca
     }
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 5 and any("line 4" in w and "ftp://x.org" in w for w in warnings)
-    site, names = sites_of_pages(log.urls)
+    site, names = sites_of_pages(log.urls, level="domain")
     assert names == ["orf.at", "bbc.co.uk"] and site.tolist() == [0, 0, 1]
+    site, names = sites_of_pages(log.urls)
+    assert names == ["news.orf.at", "orf.at", "www.bbc.co.uk"] and site.tolist() == [0, 1, 2]
 
 
 def test_the_column_path_and_the_row_path_read_the_same(tmp_path: Path, monkeypatch) -> None:
@@ -304,8 +325,16 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 def test_temporal_sites_come_first_with_the_huge_and_the_tiny_one(tmp_path, generated) -> None:
     folder, labels = generated
     assert not (tmp_path / "scrapy.cfg").exists()  # no project
+    # The labels name registered domains: the sites are taken at that level.
     run = rank(
-        tmp_path, str(folder / "views.csv"), "-o", "out.csv", "--labels", str(folder / "labels.csv")
+        tmp_path,
+        str(folder / "views.csv"),
+        "-o",
+        "out.csv",
+        "--labels",
+        str(folder / "labels.csv"),
+        "--site-level",
+        "domain",
     )
     assert run.returncode == 0, run.stderr[-3000:]
     with open(tmp_path / "out.csv", newline="") as handle:
@@ -330,10 +359,44 @@ def test_temporal_sites_come_first_with_the_huge_and_the_tiny_one(tmp_path, gene
     assert re.search(r"read \d+ rows of .*views\.csv \(bad rows skipped: none\)", out)
 
     # --top K writes the K best, and echo-discover takes the file as its host list.
-    top = rank(tmp_path, str(folder / "views.csv"), "-o", "top.csv", "--top", "3")
+    top = rank(
+        tmp_path, str(folder / "views.csv"), "-o", "top.csv", "--top", "3", "--site-level", "domain"
+    )
     assert top.returncode == 0, top.stderr[-3000:]
     hosts = _read_hosts(str(tmp_path / "top.csv"))
     assert hosts == [r["site"] for r in rows[:3]]
+
+
+def test_page_labels_tune_the_thresholds_and_the_ranking_uses_them(tmp_path: Path) -> None:
+    """A log whose page labels follow a planted rule Φ(1) > 0.8, with weekly magazines whose
+    pages are temporal at the fixed Φ(3) > 0.7 but not under the planted rule: the command
+    prints the tuned triple, near the planted one, and ranks with it."""
+    sites = default_sites(scale=0.1, temporal=4, plain=4, seed=3)
+    sites += [
+        SiteSpec(f"weekly{i}.com", (f"www.weekly{i}.com",), True, 120, 0.8, 60.0, hot_median=1.2)
+        for i in range(3)
+    ]
+    log = write_log(tmp_path / "views.csv", sites, seed=3, planted=(1.0, 0.8))
+    write_page_labels(tmp_path / "pages.csv", log.page_labels)
+    run = rank(tmp_path, "views.csv", "-o", "out.csv", "--page-labels", "pages.csv", "--top", "12")
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = re.search(
+        r"page labels: (\d+) pages found in the log \(\d+ temporal\), 0 not in it; bad rows "
+        r"skipped: none\ntuned: n ([\d.]+) days, q ([\d.]+) \(hits (\d+), .*\); alpha:beta "
+        r"([\d.]+):([\d.]+) \(top 12 sites' pages: precision [\d.]+, recall [\d.]+, F ([\d.]+)\)",
+        run.stdout,
+    )
+    assert found, run.stdout
+    pages, n, q, hits = int(found[1]), float(found[2]), float(found[3]), int(found[4])
+    assert pages == len(log.page_labels)
+    assert 0.5 <= n <= 2.0 and 0.75 <= q <= 0.9  # the planted (1, 0.8), or an equivalent
+    assert hits > 0.8 * pages
+    written = [line.split(",")[0] for line in (tmp_path / "out.csv").read_text().splitlines()[1:]]
+    assert not any("weekly" in name for name in written)  # no longer temporal when tuned
+    fixed = rank(tmp_path, "views.csv", "-o", "fixed.csv", "--top", "12")
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    assert "weekly" in (tmp_path / "fixed.csv").read_text()  # the fixed thresholds take them
+    assert "birth_unknown" in fixed.stdout and "(host level)" in fixed.stdout
 
 
 def test_a_json_lines_log_ranks_the_same(tmp_path: Path) -> None:
@@ -364,7 +427,7 @@ def test_bad_rows_are_counted_in_the_commands_report(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     assert "bad rows skipped: bad_clicks 2, bad_url 1" in run.stdout
     assert "Bad page-view row skipped" in run.stderr and "line 17" in run.stderr
-    assert (tmp_path / "out.csv").read_text().splitlines()[1].startswith("news.co.uk,1.0")
+    assert (tmp_path / "out.csv").read_text().splitlines()[1].startswith("www.news.co.uk,1.0")
 
 
 @pytest.mark.parametrize(
@@ -390,10 +453,13 @@ def test_bad_options_fail_with_a_clear_message(tmp_path: Path, args: list[str], 
 def test_labels_name_sites_by_any_host_and_must_say_yes_or_no(tmp_path: Path) -> None:
     path = tmp_path / "labels.csv"
     path.write_text("# hand-made\nsite,temporal\nwww.bbc.co.uk,true\nhttps://news.orf.at/x,0\n")
-    assert _read_labels(str(path)) == {"bbc.co.uk": True, "orf.at": False}
+    assert _read_labels(str(path), "domain") == {"bbc.co.uk": True, "orf.at": False}
+    assert _read_labels(str(path)) == {"www.bbc.co.uk": True, "news.orf.at": False}
+    assert _read_labels(str(path), "folder") == {"www.bbc.co.uk/": True, "news.orf.at/": False}
     path.write_text("bbc.co.uk,1\nnews.bbc.co.uk,no\n")
     with pytest.raises(UsageError, match=r"line 2: bbc\.co\.uk labelled both ways"):
-        _read_labels(str(path))
+        _read_labels(str(path), "domain")
+    assert _read_labels(str(path)) == {"bbc.co.uk": True, "news.bbc.co.uk": False}
 
 
 def test_a_missing_or_unusable_log_fails(tmp_path: Path) -> None:

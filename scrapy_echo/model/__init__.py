@@ -4,7 +4,8 @@ The simulator and the Scrapy scheduler run the same objects from here, in four p
 ``intervals`` (the interval problem and its solver), ``estimation`` (what the crawl learns of
 each source), ``decisions`` (the policies and the frontier they choose from) and ``refetch``
 (pages that change after they appear); ``metric`` is the paper's quality metric and
-``temporal_sites`` ranks sites from page views.
+``temporal_sites`` ranks sites from page views (``birth_lag`` fits the pages alive when the
+log starts, ``site_tuning`` tunes the thresholds and weights from labelled pages).
 """
 
 from __future__ import annotations

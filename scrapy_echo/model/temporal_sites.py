@@ -17,7 +17,8 @@
    Pages are left out, and counted, when that cannot be told: fewer than ``min_views``
    views; born less than ``n`` days before the log ends (``too_young``: their first ``n``
    days were not seen); first seen in the log's first bin (``alive_at_start``: born before
-   the log, so their age is unknown).
+   the log, so their age is unknown; :mod:`scrapy_echo.model.birth_lag` judges them at their
+   possible births instead).
 3. Site scores: ``Score1`` the share of temporal pages, ``Score2`` the share of views on
    temporal pages, ``Score = α Score1 + β Score2`` (``α:β = 3:2``). The paper's measures:
    site-level hits, misses, false alarms and ``Performance``, and page-level precision,

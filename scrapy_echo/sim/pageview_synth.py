@@ -23,8 +23,9 @@ from __future__ import annotations
 import csv
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 
@@ -49,6 +50,9 @@ class SiteSpec:
     share: float
     views: float
     born_within: tuple[float, float] = (-0.3, 1.0)  # birth range, in log lengths
+    # Median e^µ of its temporal pages' interest, in days (None: the generator's default);
+    # a weekly magazine's pages stay read for days, a wire's for hours.
+    hot_median: float | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class GeneratedLog:
     labels: dict[str, bool]  # site -> temporal
     rows: int
     pages: int
+    # page URL -> temporal: drawn temporal, or by the planted rule (pages with a view only)
+    page_labels: dict[str, bool] = field(default_factory=dict)
 
 
 def default_sites(
@@ -93,9 +99,16 @@ def write_log(
     seed: int = 0,
     fmt: str | None = None,
     fragment_share: float = 0.02,
+    planted: tuple[float, float] | None = None,
 ) -> GeneratedLog:
     """Write a page-view log of ``days`` daily bins (CSV, or JSON Lines for a ``.jsonl``
-    path or ``fmt="jsonl"``), rows of days with views only; the sites' true labels."""
+    path or ``fmt="jsonl"``), rows of days with views only; the sites' true labels and the
+    pages'.
+
+    A page's label is how it was drawn (temporal or evergreen), or with ``planted = (n, q)``
+    the paper's rule ``Φ(n) > q`` on its true curve: then the temporal draws spread wider
+    (``µ`` with a standard deviation of 0.6, not 0.35), so a band of pages lies between the
+    planted rule and other thresholds, and tuning has a right answer to find."""
     path = Path(path)
     fmt = fmt or ("jsonl" if path.suffix.lower() in (".jsonl", ".ndjson", ".json") else "csv")
     if fmt not in ("csv", "jsonl"):
@@ -106,6 +119,9 @@ def write_log(
     weekday = WEEKDAY[np.arange(days) % 7]
     edges = np.arange(days + 1, dtype=np.float64)
     rows = pages = 0
+    page_labels: dict[str, bool] = {}
+    if planted is not None and not (planted[0] > 0 and 0 < planted[1] < 1):
+        raise ValueError(f"planted ({planted!r}) must be (n > 0, 0 < q < 1)")
     with open(path, "w", encoding="utf-8", newline="") as out:
         if fmt == "csv":
             out.write("url,ts,clicks\n")
@@ -113,7 +129,9 @@ def write_log(
             for first in range(0, spec.pages, _BATCH):
                 n = min(_BATCH, spec.pages - first)
                 hot = rng.random(n) < spec.share
-                mu = np.where(hot, rng.normal(np.log(0.4), 0.35, n), rng.normal(np.log(20), 0.5, n))
+                median = spec.hot_median or (0.3 if planted else 0.4)
+                spread = (np.log(median), 0.6 if planted else 0.35)
+                mu = np.where(hot, rng.normal(*spread, n), rng.normal(np.log(20), 0.5, n))
                 sigma = np.where(hot, rng.uniform(0.5, 1.1, n), rng.uniform(0.7, 1.4, n))
                 birth = rng.uniform(*spec.born_within, n) * days
                 total = rng.lognormal(np.log(spec.views), 1.0, n)
@@ -124,11 +142,17 @@ def write_log(
                     f"https://{spec.hosts[j % len(spec.hosts)]}/p/{j}.html"
                     for j in range(first, first + n)
                 ]
+                label = hot
+                if planted is not None:
+                    z = NormalDist().inv_cdf(planted[1])
+                    label = mu + sigma * z < np.log(planted[0])
+                seen = np.any(views > 0, axis=1)
+                page_labels.update((urls[j], bool(label[j])) for j in np.flatnonzero(seen).tolist())
                 tagged = rng.random(page.size) < fragment_share
                 out.write(_lines(fmt, urls, page, day, views[page, day], tagged))
                 rows += page.size
                 pages += int(np.any(views > 0, axis=1).sum())
-    return GeneratedLog({spec.site: spec.temporal for spec in sites}, rows, pages)
+    return GeneratedLog({spec.site: spec.temporal for spec in sites}, rows, pages, page_labels)
 
 
 def _lines(
@@ -160,3 +184,12 @@ def write_labels(path: str | os.PathLike[str], labels: dict[str, bool]) -> None:
         writer = csv.writer(out)
         writer.writerow(["site", "temporal"])
         writer.writerows([site, int(hot)] for site, hot in sorted(labels.items()))
+
+
+def write_page_labels(path: str | os.PathLike[str], labels: dict[str, bool]) -> None:
+    """Page labels as :func:`scrapy_echo.inputs.page_labels.read_page_labels` reads them: CSV
+    ``url,label`` with ``temporal`` or ``untemporal``."""
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["url", "label"])
+        writer.writerows([url, "temporal" if hot else "untemporal"] for url, hot in labels.items())
