@@ -125,7 +125,9 @@ class CrawlCore:
             state.source_not_modified(source, event.t)
             self.policy.source_crawled(source, 0, False)
         elif isinstance(event, SourceFailed):
-            backoff = state.source_failed(source, event.t)
+            backoff = state.source_failed(
+                source, event.t, interval=self._interval(source), retry_after=event.retry_after
+            )
             failures = state.sources[source].failures
             if math.isinf(backoff):
                 logger.warning(
@@ -152,6 +154,11 @@ class CrawlCore:
         else:
             raise TypeError(f"not an event: {event!r:.80}")
         return []
+
+    def _interval(self, source: int) -> float:
+        """The plan's recrawl interval of ``source`` (``inf``: not planned, or not kept)."""
+        intervals = self.policy.plan.intervals
+        return float(intervals[source]) if source < intervals.size else math.inf
 
     def replay(self, event: Event) -> None:
         """Apply ``event`` again after a restart, from the journal of what the crawl observed

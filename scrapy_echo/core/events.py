@@ -73,11 +73,13 @@ class SourceNotModified:
 
 @dataclass(frozen=True)
 class SourceFailed:
-    """A source crawl failed for good (after Scrapy's retries)."""
+    """A source crawl failed for good (after Scrapy's retries); ``retry_after``: the seconds
+    its host asked to be left alone (``Retry-After``), if it said."""
 
     url: str
     t: float
     why: str | None = None
+    retry_after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,10 @@ def to_json(event: Event) -> dict[str, Any]:
     if isinstance(event, SourceNotModified):
         return {"e": "304", "url": event.url, "t": event.t}
     if isinstance(event, SourceFailed):
-        return {"e": "fail", "url": event.url, "t": event.t, "why": event.why}
+        raw = {"e": "fail", "url": event.url, "t": event.t, "why": event.why}
+        if event.retry_after is not None:
+            raw["ra"] = event.retry_after
+        return raw
     if isinstance(event, PageFetched):
         out = {"e": "page", "url": event.url, "source": event.source,
                "appeared": event.appeared, "t": event.t,
@@ -218,8 +223,12 @@ def from_json(raw: Any) -> Event:
     if kind == "304":
         return SourceNotModified(_url(raw.get("url"), "url"), _time(raw.get("t"), "t"))
     if kind == "fail":
+        wait = raw.get("ra")
         return SourceFailed(
-            _url(raw.get("url"), "url"), _time(raw.get("t"), "t"), _text(raw.get("why"), "why")
+            _url(raw.get("url"), "url"),
+            _time(raw.get("t"), "t"),
+            _text(raw.get("why"), "why"),
+            None if wait is None else _wait(wait),
         )
     if kind == "page":
         return PageFetched(
@@ -298,6 +307,13 @@ def _url(value: Any, what: str) -> str:
     if len(value) > _MAX_URL:
         raise InvalidEvent("bad_url", f"{what} is longer than {_MAX_URL} characters")
     return value
+
+
+def _wait(value: Any) -> float:
+    seconds = _time(value, "ra")
+    if seconds < 0:
+        raise InvalidEvent("bad_time", f"ra must be seconds >= 0, got {value!r:.80}")
+    return seconds
 
 
 def _time(value: Any, what: str) -> float:

@@ -277,10 +277,24 @@ class CrawlState:
             if self.signals.received:
                 self.signals.crawled(source, fetched - previous, 0)
 
-    def source_failed(self, source: int, now: float) -> float:
-        """A crawl of ``source`` failed: back off (doubling per failure in a row) so that a
-        broken source does not eat the budget, and retire it after ``source_max_failures``
-        in a row. Returns the back-off in seconds (``inf``: retired)."""
+    def source_failed(
+        self,
+        source: int,
+        now: float,
+        *,
+        interval: float = math.inf,
+        retry_after: float | None = None,
+    ) -> float:
+        """A crawl of ``source`` failed: back off so that a broken source does not eat the
+        budget, and retire it after ``source_max_failures`` in a row. Returns the back-off in
+        seconds (``inf``: retired).
+
+        The back-off is on the source's own scale: its planned ``interval``, at most
+        ``failure_backoff``, doubling per failure in a row up to ``failure_backoff_max``. A
+        source crawled every few seconds whose host comes back after an outage is crawled
+        again within a few intervals, so the pages published meanwhile are found; a source
+        the plan does not keep waits ``failure_backoff``. Never less than ``retry_after``,
+        the seconds its host asked for."""
         status = self.sources[source]
         self.changed_sources.add(source)
         status.failures += 1
@@ -293,7 +307,10 @@ class CrawlState:
             # difference, where inf would give NaN and win an argmax.
             self._last_crawl[source] = RETIRED
             return math.inf
-        backoff = min(cfg.failure_backoff * 2.0 ** (status.failures - 1), cfg.failure_backoff_max)
+        first = min(interval, cfg.failure_backoff) if interval > 0 else cfg.failure_backoff
+        backoff = min(first * 2.0 ** (status.failures - 1), cfg.failure_backoff_max)
+        if retry_after is not None:
+            backoff = max(backoff, retry_after)
         # A crawl time in the future keeps the source off every policy's list until then.
         self._last_crawl[source] = now + backoff
         return backoff

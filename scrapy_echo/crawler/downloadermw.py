@@ -6,8 +6,9 @@
 - A ``304`` is recorded as a crawl that found nothing new and goes no further
   (``IgnoreRequest``, which Scrapy does not log as an error).
 - A source crawl that fails (an exception after retries, or an error status) is recorded, and
-  the source backs off, doubling per failure in a row, so a broken source does not eat the
-  budget.
+  the source backs off on its own scale (its planned interval, doubling per failure in a
+  row; never less than a 429's or 503's ``Retry-After``), so a broken source does not eat the
+  budget and one whose host comes back is crawled again within a few intervals.
 - A request robots.txt forbids (Scrapy's ``RobotsTxtMiddleware``, with ``ROBOTSTXT_OBEY``) was
   never sent: its budget slot is given back, and a forbidden source is asked again only after
   ``ECHO_FAILURE_BACKOFF_MAX``, without counting a failure.
@@ -28,11 +29,13 @@ redirects are resolved, so one crawl is one outcome.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 
 from scrapy_echo.core.events import SourceBlocked, SourceFailed, SourceNotModified
+from scrapy_echo.crawler.pushback import REFUSALS, retry_after_seconds
 from scrapy_echo.crawler.runtime import EchoComponent
 
 if TYPE_CHECKING:
@@ -91,7 +94,11 @@ class EchoDownloaderMiddleware(EchoComponent):
             self.runtime.done(request)
             raise IgnoreRequest(f"ECHO source not modified: {request.url}")
         if response.status >= 400:
-            self._failed(url, request, f"HTTP {response.status}")
+            asked = None
+            if response.status in REFUSALS:
+                header = response.headers.get(b"Retry-After")
+                asked = retry_after_seconds(header, now=time.time())
+            self._failed(url, request, f"HTTP {response.status}", asked)
             return response
         etag = response.headers.get(b"ETag")
         modified = response.headers.get(b"Last-Modified")
@@ -121,6 +128,8 @@ class EchoDownloaderMiddleware(EchoComponent):
         if kind == "source":
             self.runtime.observe(SourceBlocked(url, self.runtime.clock()))
 
-    def _failed(self, url: str, request: Request, why: str) -> None:
-        self.runtime.observe(SourceFailed(url, self.runtime.clock(), why))
+    def _failed(
+        self, url: str, request: Request, why: str, retry_after: float | None = None
+    ) -> None:
+        self.runtime.observe(SourceFailed(url, self.runtime.clock(), why, retry_after))
         self.inc_stat("echo/sources/failed")

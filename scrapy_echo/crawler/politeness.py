@@ -12,6 +12,9 @@ The downloader's own state lags by a moment (a request handed over reaches its s
 after the downloader middlewares ran), so requests handed over and not yet seen in a slot are
 counted here too (:meth:`handed`, cleared by ``request_reached_downloader``).
 
+What a host says back (``Retry-After`` on 429 and 503, and a delay learned from its refusals:
+:mod:`scrapy_echo.crawler.pushback`) holds the slot and raises its delay the same way.
+
 robots.txt's ``Crawl-delay`` (Scrapy's parsers read it; Scrapy itself does not apply it) is a
 floor under the slot's delay: set on the slot as each request reaches it, so AutoThrottle
 cannot take it lower, and used for the plan's capacity. A delay over
@@ -30,9 +33,12 @@ from urllib.parse import urlsplit
 
 from scrapy import signals
 
+from scrapy_echo.crawler.pushback import REFUSALS, HostPushback, retry_after_seconds
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +52,9 @@ _BUSY_NAP = 0.1
 class Politeness:
     """Free and busy download slots, read from the crawler's downloader."""
 
-    def __init__(self, crawler: Crawler, *, max_crawl_delay: float = 60.0) -> None:
+    def __init__(
+        self, crawler: Crawler, *, max_crawl_delay: float = 60.0, max_wait: float = 21600.0
+    ) -> None:
         self.crawler = crawler
         settings = crawler.settings
         self.per_ip = settings.getint("CONCURRENT_REQUESTS_PER_IP") > 0
@@ -64,8 +72,13 @@ class Politeness:
         self._user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
         self._in_transit: defaultdict[str, deque[float]] = defaultdict(deque)
         self._last_handed: dict[str, float] = {}
+        self.pushback = HostPushback(max_wait=max_wait)
+        self._refusing: set[str] = set()  # slots whose first refusal was logged
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
+        # (Sent as the response arrives, before any middleware: Scrapy's retry of a refused
+        # request already finds its slot held.)
+        crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
 
     # -- slots --------------------------------------------------------------------------------
     def slot_key(self, request: Request) -> str:
@@ -83,6 +96,9 @@ class Politeness:
     def wait(self, key: str) -> float:
         """Seconds until slot ``key`` can start one more download (0: free now)."""
         now = time.monotonic()
+        held = self.pushback.wait(key, now)
+        if held > 0:
+            return held
         transit = self._in_transit.get(key)
         while transit and transit[0] < now - _IN_TRANSIT:
             transit.popleft()
@@ -122,14 +138,18 @@ class Politeness:
         """The delay slot ``key`` starts with (its settings, or the default), or robots.txt's
         Crawl-delay if longer."""
         delay = float(self.slot_settings.get(key, {}).get("delay", self.delay))
-        return max(delay, self.crawl_delays.get(key, 0.0))
+        return max(delay, self._floor(key))
 
     def current_delays(self) -> dict[str, float]:
         """Each download slot's delay now (AutoThrottle's and Crawl-delay included)."""
         return {key: self._current_delay(key, slot) for key, slot in self._slots().items()}
 
     def _current_delay(self, key: str, slot: Any) -> float:
-        return max(float(slot.delay), self.crawl_delays.get(key, 0.0))
+        return max(float(slot.delay), self._floor(key))
+
+    def _floor(self, key: str) -> float:
+        """What the host asked for: its Crawl-delay, or the delay its refusals earned."""
+        return max(self.crawl_delays.get(key, 0.0), self.pushback.delay(key))
 
     def slot_concurrency(self, key: str) -> int:
         return int(self.slot_settings.get(key, {}).get("concurrency", self.concurrency))
@@ -140,10 +160,40 @@ class Politeness:
         transit = self._in_transit.get(str(key)) if key is not None else None
         if transit:
             transit.popleft()
-        floor = self.crawl_delays.get(str(key)) if key is not None else None
+        floor = self._floor(str(key)) if key is not None else None
         slot = self._slots().get(str(key)) if floor else None
         if slot is not None and slot.delay < floor:
             slot.delay = floor  # (before the slot sends it: the downloader reads it after)
+
+    def _downloaded(self, response: Response, request: Request, **_: Any) -> None:
+        key = request.meta.get("download_slot")
+        key = str(key) if key is not None else self.slot_key(request)
+        slot = self._slots().get(key)
+        if response.status not in REFUSALS:
+            if response.status < 400:
+                base = float(slot.delay) if slot is not None else self.delay
+                self.pushback.accepted(key, max(base, self.crawl_delays.get(key, 0.0)))
+            return
+        now = time.monotonic()
+        asked = retry_after_seconds(response.headers.get(b"Retry-After"), now=time.time())
+        delay = self._current_delay(key, slot) if slot is not None else self.slot_delay(key)
+        hold = self.pushback.refused(key, now, asked, delay)
+        if slot is not None:
+            slot.delay = max(float(slot.delay), self.pushback.delay(key))
+            # The downloader sends a request queued in the slot once ``delay`` has passed
+            # since ``lastseen``: none before the hold is over.
+            slot.lastseen = max(slot.lastseen, now + hold - slot.delay)
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.inc_value(f"echo/hosts/refused/{response.status}")
+            if asked is not None:
+                stats.inc_value("echo/hosts/retry_after")
+        if key not in self._refusing:  # once per host, then counted
+            self._refusing.add(key)
+            logger.info("ECHO: %s refused a request (HTTP %d, Retry-After %s); holding it "
+                        "%.3g s, its delay now %.3g s", key, response.status,
+                        "none" if asked is None else f"{asked:g} s", hold,
+                        self.pushback.delay(key))  # fmt: skip
 
     def _robots_parsed(self, robotparser: Any, request: Request, **_: Any) -> None:
         host = urlsplit(request.url).hostname or ""

@@ -101,7 +101,11 @@ class EchoScheduler(EchoComponent):
         self._sources_file: SourcesFile | None = None
         jobdir = crawler.settings.get("JOBDIR")
         self._jobdir = Path(jobdir) if jobdir else None
-        self.politeness = Politeness(crawler, max_crawl_delay=runtime.config.max_crawl_delay)
+        self.politeness = Politeness(
+            crawler,
+            max_crawl_delay=runtime.config.max_crawl_delay,
+            max_wait=runtime.config.failure_backoff_max,
+        )
         if runtime.config.politeness:
             runtime.politeness = self.politeness
         runtime.refund = self.refund

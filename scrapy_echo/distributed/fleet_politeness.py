@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy_echo.crawler.politeness import Politeness
 
@@ -34,9 +34,16 @@ class FleetPoliteness(Politeness):
         return max(super().slot_delay(key), self.reported.get(key, 0.0))
 
     def wait(self, key: str) -> float:
+        held = self.pushback.wait(key, time.monotonic())  # (Retry-After: not even ahead)
+        if held > 0:
+            return held
         if self.slot_delay(key) <= 0:
             return 0.0  # no delay: the slot's worker keeps its concurrency
         return max(0.0, self._turn.get(key, -math.inf) - time.monotonic() - self.ahead)
+
+    def _downloaded(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing: the worker's downloader politeness hears the responses, and this one
+        shares its :attr:`pushback` (the scheduler sets it)."""
 
     def handed(self, key: str) -> None:
         """A request for slot ``key`` was queued: it takes the slot's next turn."""

@@ -86,6 +86,8 @@ class DistributedScheduler(EchoComponent):
         self.downloads = self.local.politeness
         self.fleet = FleetPoliteness(crawler, ahead=config.redis_queue_ahead,
                                      max_crawl_delay=config.max_crawl_delay)  # fmt: skip
+        # The downloader's politeness hears what hosts say back; the fleet's holds by it.
+        self.fleet.pushback = self.downloads.pushback
         self.local.politeness = self.fleet
         self.local.busy = BusySlots(self.fleet, self.local.inc_stat)
         if config.politeness:

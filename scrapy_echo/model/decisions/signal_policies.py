@@ -109,10 +109,18 @@ class GreedyCis(Greedy):
 
 
 class LowDiscrepancy(Policy):
-    """The paper's LDS baseline (Azar et al. 2018, their Algorithm 3, fed the solver's
-    optimal rates): pages worth ``ω`` first, as ECHO-newpages; then, at every slot, the
-    source most behind its rate ``1/I`` (largest ``τ/I``), due or not, so that each is
-    crawled as evenly spaced as the budget allows. Filled in: the pages, which the paper has
+    """The paper's LDS baseline in time rather than in sequence: pages worth ``ω`` first, as
+    ECHO-newpages; then, at every slot, the source most behind its rate ``1/I`` (largest
+    ``τ/I``), due or not, so that each is crawled as evenly spaced as the budget allows.
+
+    Azar et al.'s Algorithm 3 orders crawls in a sequence at fixed rates
+    (:class:`~scrapy_echo.model.decisions.rate_schedule.RateSchedule`, used as such in the
+    paper's own model, :mod:`scrapy_echo.sim.signal_freshness`). Here the rates change at
+    every re-solve and source crawls share the slots with pages: a sequence started afresh
+    at each re-solve knows nothing of when a source was last crawled and spends its few
+    source slots on the fastest sources (measured on a 1,000-source trace: 29.1% and 62.3%
+    of the upper bound at 0.017 and 0.033 crawls/s, against 54.9% and 77.7% for this rule;
+    docs/how-it-works.rst, "The seed's own policies"). Filled in: the pages, which the paper has
     not, the first crawls every policy here makes, and a slot no source is scheduled for
     (a plan that keeps none) going to the source crawled longest ago rather than idle."""
 

@@ -1,0 +1,99 @@
+"""What hosts say back, per download slot: ``Retry-After`` and refusals (429, 503).
+
+A host that answers 429 (Too Many Requests) or 503 (Service Unavailable) with ``Retry-After``
+(seconds, or an HTTP date) gets no request at all until then: not the retry Scrapy's
+``RetryMiddleware`` makes of the refused one (it goes back through the scheduler, which waits
+for the slot), not the other requests for that host. Scrapy itself reads ``Retry-After``
+nowhere.
+
+A host that keeps refusing is taking less than the crawl sends: each refusal doubles the
+slot's delay (a floor under ``DOWNLOAD_DELAY``, AutoThrottle and ``Crawl-delay``), and each
+accepted response takes 3 % off it, so it recovers slowly once the host stops refusing, as
+AutoThrottle does for latency. The plan's capacity for the host is ``1/delay``: the budget goes
+to hosts that accept it.
+"""
+
+from __future__ import annotations
+
+import math
+from email.utils import parsedate_to_datetime
+
+REFUSALS = (429, 503)
+# A refusal without Retry-After doubles the slot's delay from at least this (s): a slot
+# without any delay would otherwise stay at 0.
+MIN_REFUSAL_DELAY = 0.1
+RECOVERY = 0.97  # the learned delay kept per accepted response (about 23 to halve it)
+
+
+def retry_after_seconds(value: str | bytes | None, *, now: float) -> float | None:
+    """The seconds a ``Retry-After`` header asks for, from wall-clock time ``now``: its
+    delta-seconds, or its HTTP date less ``now`` (at least 0). ``None`` for no header or
+    one that is neither.
+
+    >>> retry_after_seconds(b"5", now=0.0), retry_after_seconds("junk", now=0.0)
+    (5.0, None)
+    >>> retry_after_seconds("Thu, 01 Jan 1970 00:01:40 GMT", now=40.0)
+    60.0
+    """
+    if value is None:
+        return None
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    text = text.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # (RFC 9110 dates are GMT; a naive one is read so)
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+class HostPushback:
+    """Per download slot: until when nothing may be sent, and the delay learned from
+    refusals. ``max_wait`` bounds both (a host asking for a day would stop its sources)."""
+
+    def __init__(self, *, max_wait: float) -> None:
+        self.max_wait = max_wait
+        self.until: dict[str, float] = {}  # slot -> monotonic time nothing is sent before
+        self.learned: dict[str, float] = {}  # slot -> delay floor from refusals (s)
+
+    def refused(self, key: str, now: float, wait: float | None, delay: float) -> float:
+        """Slot ``key`` refused a request at ``now`` (monotonic), asking for ``wait``
+        seconds (``None``: it did not say), its delay ``delay``. Returns how long nothing
+        goes to it."""
+        learned = max(delay, self.learned.get(key, 0.0), MIN_REFUSAL_DELAY / 2) * 2.0
+        self.learned[key] = min(learned, self.max_wait)
+        hold = min(self.learned[key] if wait is None else max(wait, 0.0), self.max_wait)
+        self.until[key] = max(self.until.get(key, -math.inf), now + hold)
+        return hold
+
+    def accepted(self, key: str, base_delay: float) -> None:
+        """Slot ``key`` answered a request: its learned delay recovers a little, and goes
+        once it is back under ``base_delay``."""
+        learned = self.learned.get(key)
+        if learned is None:
+            return
+        learned *= RECOVERY
+        if learned <= base_delay or learned < MIN_REFUSAL_DELAY / 2:
+            del self.learned[key]
+        else:
+            self.learned[key] = learned
+
+    def wait(self, key: str, now: float) -> float:
+        """Seconds until slot ``key`` may be sent a request again (0: now)."""
+        until = self.until.get(key)
+        if until is None:
+            return 0.0
+        if until <= now:
+            del self.until[key]
+            return 0.0
+        return until - now
+
+    def delay(self, key: str) -> float:
+        """The delay slot ``key`` has earned by refusing (0: none)."""
+        return self.learned.get(key, 0.0)
+
+
+__all__ = ["REFUSALS", "HostPushback", "retry_after_seconds"]
