@@ -58,6 +58,7 @@ class HostPushback:
         self.max_wait = max_wait
         self.until: dict[str, float] = {}  # slot -> monotonic time nothing is sent before
         self.learned: dict[str, float] = {}  # slot -> delay floor from refusals (s)
+        self._news: set[str] = set()  # slots held since :meth:`new_holds` last asked
 
     def refused(self, key: str, now: float, wait: float | None, delay: float) -> float:
         """Slot ``key`` refused a request at ``now`` (monotonic), asking for ``wait``
@@ -67,7 +68,15 @@ class HostPushback:
         self.learned[key] = min(learned, self.max_wait)
         hold = min(self.learned[key] if wait is None else max(wait, 0.0), self.max_wait)
         self.until[key] = max(self.until.get(key, -math.inf), now + hold)
+        self._news.add(key)
         return hold
+
+    def new_holds(self, now: float) -> dict[str, float]:
+        """The slots held since the last call, with the seconds left of each: what a fleet's
+        worker tells the others."""
+        news = {key: self.until[key] - now for key in self._news if self.until.get(key, 0) > now}
+        self._news.clear()
+        return news
 
     def accepted(self, key: str, base_delay: float) -> None:
         """Slot ``key`` answered a request: its learned delay recovers a little, and goes

@@ -364,6 +364,9 @@ class DistributedScheduler(EchoComponent):
             changed = changed_delays(now_delays, self._sent_delays, self.downloads.delay)
             batch.delays.update(changed)
             self._sent_delays.update(changed)  # (a failed round sends them again)
+        # A host's Retry-After holds the fleet, not only this worker (and, through it, the
+        # leases of that host's requests).
+        batch.holds.update(self.downloads.pushback.new_holds(time.monotonic()))
         lease = self.runtime.config.redis_lease_timeout
         if now - self._renewed_at > lease / 3:
             self._renewed_at = now

@@ -370,6 +370,29 @@ return lost
 """
 )
 
+# KEYS: host_next; ARGV: pairs of a download slot and the ms its host asked to be left alone
+# (Retry-After) from now. Moves each slot's next turn to at least then, so no worker of the
+# fleet is leased its requests before (a turn is leased up to the horizon ahead: the worker
+# adds it to the ms). Returns how many turns it moved.
+HOLD = (
+    NOW
+    + CHECKED
+    + """
+local moved = 0
+for i = 1, #ARGV - 1, 2 do
+  local hold = finite(tonumber(ARGV[i + 1]))
+  if hold and hold > 0 then
+    local turn = finite(tonumber(redis.call('HGET', KEYS[1], ARGV[i]))) or 0
+    if now + hold > turn then
+      redis.call('HSET', KEYS[1], ARGV[i], now + hold)
+      moved = moved + 1
+    end
+  end
+end
+return moved
+"""
+)
+
 # KEYS: crawl; ARGV: who (project and spider class). Creates the crawl's identity if absent.
 # Returns {who, created ms, 1 if created now else 0}.
 CLAIM = (

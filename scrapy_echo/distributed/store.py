@@ -87,6 +87,7 @@ class RedisStore:
         self._lease = register(scripts.LEASE)
         self._push = register(scripts.PUSH)
         self._renew = register(scripts.RENEW)
+        self._hold = register(scripts.HOLD)
         self._claim = register(scripts.CLAIM)
         self._acquire = register(planner_scripts.ACQUIRE)
         self._renew_solver = register(planner_scripts.RENEW_SOLVER)
@@ -125,7 +126,8 @@ class RedisStore:
         number). If one command fails inside it (a key of the wrong type), the others took
         effect: what it carried is in ``Reply.unsent``, to send again. ``Reply.server`` is
         Redis's time (s). With ``fleet``, leases keep each download slot's politeness for
-        the fleet (:mod:`.scripts`), and ``batch.delays`` updates the slots' delays."""
+        the fleet (:mod:`.scripts`), ``batch.delays`` updates the slots' delays and
+        ``batch.holds`` keeps every worker off the slots whose hosts said Retry-After."""
         token = fleet.token if fleet is not None else ""
         default_ms = fleet.default_delay_ms if fleet is not None else 0
         batched = ScriptBatch(self.client)
@@ -140,6 +142,11 @@ class RedisStore:
         if batch.delays:
             pipe.hset(self.keys["host_delay"], mapping=batch.delays)  # type: ignore[arg-type]
             parts.append("delays")
+        if batch.holds:
+            horizon = fleet.horizon_ms if fleet is not None else 0
+            held = [x for slot, wait in batch.holds.items() for x in (slot, wait * 1000 + horizon)]
+            batched.run(self._hold, self._k("host_next"), held)
+            parts.append("holds")
         if batch.renew:
             keys = self._k("leases", "req", "owners")
             batched.run(self._renew, keys, [lease_ms, token, *batch.renew])

@@ -85,6 +85,7 @@ class Exchange:
     plain: list[Queued] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)  # kinds of payloads refused
     delays: dict[str, float] = field(default_factory=dict)  # slot -> its delay now (s)
+    holds: dict[str, float] = field(default_factory=dict)  # slot -> s its host asked for
     want: int = 0
 
     def put_back(self, batch: Exchange) -> None:
@@ -95,6 +96,9 @@ class Exchange:
         self.plain[:0] = batch.plain
         self.rejected[:0] = batch.rejected
         self.delays = {**batch.delays, **self.delays}
+        # (A hold sent again late holds as long from then: later, never shorter.)
+        for slot, wait in batch.holds.items():
+            self.holds[slot] = max(wait, self.holds.get(slot, 0.0))
 
 
 @dataclass
@@ -165,6 +169,8 @@ def read_reply(batch: Exchange, parts: list[str], answers: list[Any]) -> Reply:
             unsent.plain = batch.plain
         elif failed and part == "delays":
             unsent.delays = batch.delays
+        elif failed and part == "holds":
+            unsent.holds = batch.holds
         elif failed:
             continue  # renewals go again at the next renewal; leases are asked again
         elif part == "time":
