@@ -58,11 +58,20 @@ def test_refusals_double_the_delay_and_answers_bring_it_back_slowly() -> None:
 
 @given(st.lists(st.tuples(st.booleans(), st.floats(0.0, 100.0)), max_size=60))
 def test_the_learned_delay_stays_within_bounds(events: list[tuple[bool, float]]) -> None:
-    pushback = HostPushback(max_wait=30.0)
+    pushback = HostPushback(max_wait=30.0, max_delay=20.0)
     for refused, wait in events:
         if refused:
             pushback.refused("a", 0.0, wait, delay=0.25)
         else:
             pushback.accepted("a", base_delay=0.25)
-        assert pushback.delay("a") == 0.0 or 0.25 < pushback.delay("a") <= 30.0
+        assert pushback.delay("a") == 0.0 or 0.25 < pushback.delay("a") <= 20.0
         assert pushback.wait("a", 0.0) <= 30.0
+
+
+def test_a_503_holds_only_as_long_as_it_says_and_teaches_no_delay() -> None:
+    """An outage is not a rate limit: a host back after one keeps its own delay."""
+    pushback = HostPushback(max_wait=3600.0)
+    assert pushback.refused("a", 0.0, None, delay=0.25, too_many=False) == 0.0
+    assert pushback.delay("a") == 0.0 and pushback.wait("a", 0.0) == 0.0
+    assert pushback.refused("a", 0.0, 7.0, delay=0.25, too_many=False) == 7.0
+    assert pushback.delay("a") == 0.0 and pushback.wait("a", 1.0) == 6.0

@@ -65,6 +65,9 @@ class CrawlCore:
         self.hosts = SourceHosts()
         self.duplicates_skipped = 0  # waiting pages found fetched under another URL
         self._replayed_pages = 0  # pages fetched in a replay not yet ended (see replayed)
+        # Per source, when the crawl before its last one was: the window of the pages its
+        # hub's next pages list (not saved: a resumed crawl takes the last crawl's time).
+        self._crawl_started: dict[int, float] = {}
         # Runs the state's upkeep at each re-plan: inline here (the simulator); a live crawl
         # puts the O(n) part on a thread so the reactor never waits for it.
         self.run_housekeeping: Callable[[Housekeeping], None] = run_inline
@@ -84,6 +87,7 @@ class CrawlCore:
             raise TypeError(f"not a restored crawl state: {type(state).__name__}")
         self.state = CrawlState(self.config) if state is None else state
         self.hosts = hosts if hosts is not None else SourceHosts()  # (numbered per state)
+        self._crawl_started = {}
         if policy is not None:
             self.policy = policy
         self.policy.crawl_times_changed()  # its caches knew other crawl times
@@ -92,6 +96,8 @@ class CrawlCore:
     def apply(self, event: Event) -> list[NewPage]:
         """Change the state by one observation; the new pages a source crawl revealed."""
         state = self.state
+        if isinstance(event, SourceFetched) and event.continued:
+            return self._source_continued(state.add_source(event.url), event)
         if isinstance(event, SourceFetched):  # the commonest, first
             source = state.add_source(event.url)
             first = state.sources[source].crawls == 0
@@ -330,11 +336,31 @@ class CrawlCore:
         dates = {url: when for url, when in event.links if when is not None}
         extras, refused = link_treatment(event.links, event.treated)
         found = state.source_crawled(source, event.t, urls, fresh, dates, refused)
+        # (The window of this crawl's pages, for those its hub's next pages list.)
+        self._crawl_started[source] = previous
         if not found:
             return []
         fetched = status.last_fetched  # the fetch time, never before the previous one
         return pages_found(
             event.links, found, source, status.url, previous, fetched, first=first, extras=extras
+        )
+
+    def _source_continued(self, source: int, event: SourceFetched) -> list[NewPage]:
+        """A further page of the source's last crawl: its new links are pages of that crawl,
+        its window the crawl's (the pages a hub pushed down appeared before its last look)."""
+        state = self.state
+        status = state.sources[source]
+        if status.crawls == 0 or not event.links:  # (a first crawl's pages are its backlog)
+            return []
+        extras, refused = link_treatment(event.links, event.treated)
+        urls = [url for url, _ in event.links]
+        found = state.source_continued(source, event.t, urls, refused)
+        if not found:
+            return []
+        fetched = status.last_fetched
+        previous = self._crawl_started.get(source, fetched)
+        return pages_found(
+            event.links, found, source, status.url, previous, fetched, first=False, extras=extras
         )
 
     def site_weights(self) -> FloatArray | None:

@@ -62,6 +62,7 @@ DEFAULTS: dict[str, Any] = {
     # Levels of sources adding sources below one the operator gave (0): a sitemap index
     # listing indexes listing indexes adds nothing past this level.
     "ECHO_MAX_SOURCE_DEPTH": 3,
+    "ECHO_MAX_NEXT_PAGES": 5,
     # Bytes of one source response read, its gzip body unpacked included: the sitemap
     # protocol's own cap is 50 MB; a larger one is a failed crawl, never parsed.
     "ECHO_MAX_SOURCE_BYTES": 50 * 1024 * 1024,

@@ -53,7 +53,9 @@ class SourceFetched:
 
     ``treated``: empty, or per link what Scrapy's spider middlewares made of its request:
     the extras they added (:attr:`~scrapy_echo.core.pages.NewPage.extras`), or ``None`` if
-    one dropped it (the link is listed, never a page to fetch)."""
+    one dropped it (the link is listed, never a page to fetch). ``continued``: these are the
+    links of a further page of the source's crawl at ``t`` (a paginated hub's next page),
+    not a crawl of their own."""
 
     url: str
     t: float
@@ -61,6 +63,7 @@ class SourceFetched:
     etag: str | None = None
     last_modified: str | None = None
     treated: tuple[str | None, ...] = ()
+    continued: bool = False
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,8 @@ def to_json(event: Event) -> dict[str, Any]:
                 for extras in event.treated
             ]
             out["xs"] = list(distinct)
+        if event.continued:
+            out["more"] = True
         return out
     if isinstance(event, SourceNotModified):
         return {"e": "304", "url": event.url, "t": event.t}
@@ -219,6 +224,7 @@ def from_json(raw: Any) -> Event:
             _text(raw.get("etag"), "etag"),
             _text(raw.get("lm"), "lm"),
             _treated(raw, len(links)),
+            _flag(raw.get("more", False), "more"),
         )
     if kind == "304":
         return SourceNotModified(_url(raw.get("url"), "url"), _time(raw.get("t"), "t"))

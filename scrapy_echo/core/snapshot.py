@@ -300,7 +300,9 @@ def _waiting_page(row: Any, sources: int) -> NewPage:
 
 def _source_rows(sources: Any) -> list[dict[str, Any]]:
     """The sources of a snapshot, one dict each, from their table (a list per field)."""
-    columns = {name: sources[name] for name in STATUS_FIELDS}
+    # A counter a later build added (``next_pages``) starts at its default in a state saved
+    # before it; the url column must be there.
+    columns = {name: sources[name] for name in STATUS_FIELDS if name == "url" or name in sources}
     count = len(columns["url"])
     if any(len(values) != count for values in columns.values()):
         raise ValueError("source fields of different lengths")

@@ -28,6 +28,7 @@ class SourceStatus:
     # Sources listing sources from one the operator gave (0) to this one, by the shortest
     # way seen: a sitemap index's sitemaps are one deeper than it (ECHO_MAX_SOURCE_DEPTH).
     depth: int = 0
+    next_pages: int = 0  # pages past a paginated hub's first read (ECHO_MAX_NEXT_PAGES)
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> SourceStatus:
@@ -54,6 +55,7 @@ class SourceStatus:
             "new_links": self.new_links,
             "failures": self.failures,
             "robots_blocked": self.robots_blocked,
+            "next_pages": self.next_pages,
         }
 
 

@@ -243,6 +243,27 @@ class CrawlState:
             self.signals.crawled(source, 0.0 if first else fetched - previous, len(new))
         return new
 
+    def source_continued(
+        self, source: int, fetched: float, links: list[str], refused: set[str] | None = None
+    ) -> list[str]:
+        """More of the last crawl of ``source`` (a paginated hub's next page, read because
+        the pages before were all new): its new ``links``, as :meth:`source_crawled` finds
+        them, counted in its yield. Not a crawl: ``λ`` still sees the first page only, an
+        overflow (its censoring-aware count takes that for what it is)."""
+        status = self.sources[source]
+        keys = [fold_scheme(link) for link in links]
+        unseen = self.seen.add_new([fingerprint(key) for key in keys], fetched)
+        sources = self.source_ids
+        new = [
+            link
+            for link, key, is_new in zip(links, keys, unseen, strict=True)
+            if is_new and key not in sources and not (refused and link in refused)
+        ]
+        status.new_links += len(new)
+        status.next_pages += 1
+        self.changed_sources.add(source)
+        return new
+
     def _new_links(
         self, links: list[str], now: float, source: int, first: bool
     ) -> tuple[list[str], bool]:

@@ -87,6 +87,10 @@ class EchoDownloaderMiddleware(EchoComponent):
         echo["fetched"] = now
         if echo.get("kind") != "source":
             return response
+        if "page" in echo:  # a hub's next page: part of a crawl that was recorded already
+            if response.status >= 300:
+                self.inc_stat("echo/sources/next_page_failed")
+            return response
         url = str(echo.get("url", request.url))
         if response.status == 304:
             self.runtime.observe(SourceNotModified(url, now))
@@ -110,7 +114,10 @@ class EchoDownloaderMiddleware(EchoComponent):
         echo: Any = request.meta.get("echo")
         ignored = isinstance(exception, IgnoreRequest)  # offsite, robots.txt: not a failure
         kind = echo.get("kind") if isinstance(echo, dict) else None
-        if ignored and kind and "robots.txt" in str(exception):
+        next_page = kind == "source" and "page" in echo
+        if next_page:
+            self.inc_stat("echo/sources/next_page_failed")  # (the crawl was recorded)
+        elif ignored and kind and "robots.txt" in str(exception):
             self._forbidden(request, kind, str(echo.get("url", request.url)))
         elif not ignored and kind == "source":
             why = type(exception).__name__

@@ -20,6 +20,7 @@ class LinkBatch:
     # Per link: what the middlewares added to its probe, None if dropped (so far); a link
     # seen before is never a page, and is sent no probe: "" from the start.
     treated: list[str | None]
+    continued: bool = False  # a paginated hub's next page: more of the crawl at ``fetched``
 
     def event(self) -> SourceFetched:
         return SourceFetched(
@@ -29,6 +30,7 @@ class LinkBatch:
             self.etag,
             self.last_modified,
             tuple(self.treated),
+            self.continued,
         )
 
 

@@ -12,7 +12,7 @@ The downloader's own state lags by a moment (a request handed over reaches its s
 after the downloader middlewares ran), so requests handed over and not yet seen in a slot are
 counted here too (:meth:`handed`, cleared by ``request_reached_downloader``).
 
-What a host says back (``Retry-After`` on 429 and 503, and a delay learned from its refusals:
+What a host says back (``Retry-After`` on 429 and 503, and a delay learned from its 429s:
 :mod:`scrapy_echo.crawler.pushback`) holds the slot and raises its delay the same way.
 
 robots.txt's ``Crawl-delay`` (Scrapy's parsers read it; Scrapy itself does not apply it) is a
@@ -33,7 +33,12 @@ from urllib.parse import urlsplit
 
 from scrapy import signals
 
-from scrapy_echo.crawler.pushback import REFUSALS, HostPushback, retry_after_seconds
+from scrapy_echo.crawler.pushback import (
+    REFUSALS,
+    TOO_MANY,
+    HostPushback,
+    retry_after_seconds,
+)
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -72,7 +77,7 @@ class Politeness:
         self._user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
         self._in_transit: defaultdict[str, deque[float]] = defaultdict(deque)
         self._last_handed: dict[str, float] = {}
-        self.pushback = HostPushback(max_wait=max_wait)
+        self.pushback = HostPushback(max_wait=max_wait, max_delay=max_crawl_delay)
         self._refusing: set[str] = set()  # slots whose first refusal was logged
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
@@ -177,7 +182,7 @@ class Politeness:
         now = time.monotonic()
         asked = retry_after_seconds(response.headers.get(b"Retry-After"), now=time.time())
         delay = self._current_delay(key, slot) if slot is not None else self.slot_delay(key)
-        hold = self.pushback.refused(key, now, asked, delay)
+        hold = self.pushback.refused(key, now, asked, delay, too_many=response.status == TOO_MANY)
         if slot is not None:
             slot.delay = max(float(slot.delay), self.pushback.delay(key))
             # The downloader sends a request queued in the slot once ``delay`` has passed

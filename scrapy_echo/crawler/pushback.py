@@ -6,11 +6,15 @@ A host that answers 429 (Too Many Requests) or 503 (Service Unavailable) with ``
 for the slot), not the other requests for that host. Scrapy itself reads ``Retry-After``
 nowhere.
 
-A host that keeps refusing is taking less than the crawl sends: each refusal doubles the
-slot's delay (a floor under ``DOWNLOAD_DELAY``, AutoThrottle and ``Crawl-delay``), and each
-accepted response takes 3 % off it, so it recovers slowly once the host stops refusing, as
-AutoThrottle does for latency. The plan's capacity for the host is ``1/delay``: the budget goes
-to hosts that accept it.
+A host that keeps answering 429 is taking less than the crawl sends: each 429 doubles the
+slot's delay (a floor under ``DOWNLOAD_DELAY``, AutoThrottle and ``Crawl-delay``, at most
+``ECHO_MAX_CRAWL_DELAY``), and each accepted response takes 3 % off it, so it recovers slowly
+once the host stops refusing, as AutoThrottle does for latency. The plan's capacity for the
+host is ``1/delay``: the budget goes to hosts that accept it. A 503 says the host is down, not
+that it is asked too often: it holds the slot for its ``Retry-After`` if it gives one, and
+the source's own back-off does the rest (a host down for a while and then back would
+otherwise keep a delay learned from an outage, and its sources the low capacity that goes
+with it).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import math
 from email.utils import parsedate_to_datetime
 
 REFUSALS = (429, 503)
+TOO_MANY = 429  # the refusal that says the crawl asks too often
 # A refusal without Retry-After doubles the slot's delay from at least this (s): a slot
 # without any delay would otherwise stay at 0.
 MIN_REFUSAL_DELAY = 0.1
@@ -52,21 +57,30 @@ def retry_after_seconds(value: str | bytes | None, *, now: float) -> float | Non
 
 class HostPushback:
     """Per download slot: until when nothing may be sent, and the delay learned from
-    refusals. ``max_wait`` bounds both (a host asking for a day would stop its sources)."""
+    refusals. ``max_wait`` bounds a hold (a host asking for a day would stop its sources),
+    ``max_delay`` the learned delay."""
 
-    def __init__(self, *, max_wait: float) -> None:
+    def __init__(self, *, max_wait: float, max_delay: float = 60.0) -> None:
         self.max_wait = max_wait
+        self.max_delay = max_delay
         self.until: dict[str, float] = {}  # slot -> monotonic time nothing is sent before
         self.learned: dict[str, float] = {}  # slot -> delay floor from refusals (s)
         self._news: set[str] = set()  # slots held since :meth:`new_holds` last asked
 
-    def refused(self, key: str, now: float, wait: float | None, delay: float) -> float:
+    def refused(
+        self, key: str, now: float, wait: float | None, delay: float, *, too_many: bool = True
+    ) -> float:
         """Slot ``key`` refused a request at ``now`` (monotonic), asking for ``wait``
-        seconds (``None``: it did not say), its delay ``delay``. Returns how long nothing
-        goes to it."""
-        learned = max(delay, self.learned.get(key, 0.0), MIN_REFUSAL_DELAY / 2) * 2.0
-        self.learned[key] = min(learned, self.max_wait)
-        hold = min(self.learned[key] if wait is None else max(wait, 0.0), self.max_wait)
+        seconds (``None``: it did not say), its delay ``delay``; ``too_many``: a 429 (its
+        delay doubles), else a 503 (held only for ``wait``). Returns how long nothing goes
+        to it."""
+        if too_many:
+            learned = max(delay, self.learned.get(key, 0.0), MIN_REFUSAL_DELAY / 2) * 2.0
+            self.learned[key] = min(learned, self.max_delay)
+        said = max(wait, 0.0) if wait is not None else None
+        hold = min(self.learned.get(key, 0.0) if said is None else said, self.max_wait)
+        if hold <= 0:
+            return 0.0
         self.until[key] = max(self.until.get(key, -math.inf), now + hold)
         self._news.add(key)
         return hold

@@ -147,12 +147,46 @@ class EchoSpiderMiddleware(EchoComponent):
             echo.get("etag"),
             echo.get("lm"),
             treated,
+            continued="page" in echo,
         )
         runtime.link_batches[id(response)] = batch  # (the collector sends its event)
         callback = runtime.page_callback()
-        return [
+        requests = [
             link_request(url, i, callback) for i, (url, _) in enumerate(links) if treated[i] is None
         ]
+        more = self._next_page(response, echo, content, treated)
+        return requests if more is None else [*requests, more]
+
+    def _next_page(
+        self,
+        response: Response,
+        echo: dict[str, Any],
+        content: SourceContent,
+        treated: list[str | None],
+    ) -> Request | None:
+        """The request for the hub's next page, when the pages read so far were all new: the
+        hub overflowed since its last crawl, and what it pushed down is there. Not at a
+        source's first crawl (its backlog is not new), nor past ``ECHO_MAX_NEXT_PAGES``, nor
+        in a distributed worker, which does not know which links are new."""
+        runtime = self.runtime
+        index = echo.get("source")
+        if content.next_page is None or not content.links or not runtime.holds_state:
+            return None
+        if not isinstance(index, int) or not 0 <= index < len(runtime.state.sources):
+            return None
+        page = echo.get("page", 1)
+        first = page == 1 and runtime.state.sources[index].crawls == 0
+        if first or any(done is not None for done in treated):
+            return None
+        if not isinstance(page, int) or page > runtime.config.max_next_pages:
+            self.inc_stat("echo/sources/next_pages_cut")
+            return None
+        self.inc_stat("echo/sources/next_pages")
+        meta = {**echo, "page": page + 1}
+        meta.pop("fetched", None)
+        return response.request.replace(  # type: ignore[union-attr]
+            url=content.next_page, headers={}, meta={"echo": meta}, dont_filter=True
+        )
 
     def _sources_to_add(self, source: str, depth: int, content: SourceContent) -> list[str]:
         """The sources ``source``'s response lists (a sitemap index's sitemaps, a

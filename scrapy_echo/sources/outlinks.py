@@ -44,6 +44,7 @@ from scrapy_echo.core.defaults import DEFAULTS
 from scrapy_echo.core.identity import PageIdentity, SameSite, site_of
 from scrapy_echo.sources.address_guard import AddressGuard
 from scrapy_echo.sources.feeds import looks_like_json_feed, parse_feed, parse_json_feed
+from scrapy_echo.sources.pagination import next_page
 from scrapy_echo.sources.published import page_published
 from scrapy_echo.sources.sitemaps import (
     UnpackedTooLarge,
@@ -93,6 +94,9 @@ class SourceContent:
     # Why the body was not read: its size, or that it unpacks to more than the bound.
     too_large: str | None = None
     sources_over_limit: int = 0  # further sources listed past the cap, not added
+    # Where an HTML hub continues (:mod:`scrapy_echo.sources.pagination`): part of the
+    # source, never one of its links.
+    next_page: str | None = None
 
 
 def read_source(
@@ -130,7 +134,12 @@ def read_source(
     except UnpackedTooLarge as exc:
         return SourceContent("too-large", too_large=str(exc))
     content = SourceContent(raw.kind, error=raw.error)
-    seen: set[str] = set()
+    if raw.kind == "html" and isinstance(response, TextResponse):
+        after = next_page(response)
+        clean_after = _clean(identity, response, after) if after else None
+        if clean_after is not None and not (guard is not None and guard.refusal(clean_after)):
+            content.next_page = clean_after
+    seen: set[str] = {content.next_page} if content.next_page else set()
     for url, published in raw.links:
         clean = _clean(identity, response, url)
         if clean is None:
