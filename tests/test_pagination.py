@@ -35,6 +35,11 @@ def _page(body: str, url: str = HUB) -> HtmlResponse:
         ('<link rel="next" href="https://other.test/world/?page=2">', HUB, None),
         ('<a rel="next" href="/world/">again</a>', HUB, None),
         ('<a href="/world/older">Older stories</a>', HUB, None),
+        (
+            '<a rel="next" href="http://[::1">broken</a><a href="?page=2">2</a>',
+            HUB,
+            HUB + "?page=2",
+        ),
     ],
 )
 def test_the_next_page_by_the_documented_rule(html: str, url: str, expected: str | None) -> None:

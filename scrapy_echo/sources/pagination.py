@@ -29,17 +29,28 @@ _PAGE_PATH = re.compile(r"/page/(\d+)/?$")
 def next_page(response: TextResponse) -> str | None:
     """The absolute URL of the page after ``response``'s hub page, by the module's rule, or
     ``None``."""
-    here = urlsplit(response.url)
+    here = urlsplit(response.url).hostname
     for href in response.xpath(_REL_NEXT).getall():
-        url = urljoin(response.url, href.strip())
-        if _same_host(url, here.hostname) and url != response.url:
+        url = _absolute(response.url, href)
+        if url is not None and urlsplit(url).hostname == here and url != response.url:
             return url
     wanted = {_bare(url) for url in numbered_next(response.url)}
     for href in response.xpath("//a/@href").getall():
-        url = urljoin(response.url, href.strip())
-        if _bare(url) in wanted:
+        url = _absolute(response.url, href)
+        if url is not None and _bare(url) in wanted:
             return url
     return None
+
+
+def _absolute(base: str, href: str) -> str | None:
+    """``href`` made absolute against ``base``; ``None`` for one no URL parser takes (a
+    hostile page's ``http://[::1``): it is no next page."""
+    try:
+        url = urljoin(base, href.strip())
+        urlsplit(url).hostname  # noqa: B018  (what raises on a broken host part)
+    except ValueError:
+        return None
+    return url
 
 
 def numbered_next(url: str) -> list[str]:
@@ -76,10 +87,6 @@ def _bare(url: str) -> str:
     """``url`` without its fragment and a trailing slash, for comparing links."""
     parts = urlsplit(url)
     return urlunsplit(parts._replace(fragment="", path=parts.path.rstrip("/") or "/"))
-
-
-def _same_host(url: str, host: str | None) -> bool:
-    return urlsplit(url).hostname == host
 
 
 __all__ = ["next_page", "numbered_next"]
