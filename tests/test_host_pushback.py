@@ -75,3 +75,31 @@ def test_a_503_holds_only_as_long_as_it_says_and_teaches_no_delay() -> None:
     assert pushback.delay("a") == 0.0 and pushback.wait("a", 0.0) == 0.0
     assert pushback.refused("a", 0.0, 7.0, delay=0.25, too_many=False) == 7.0
     assert pushback.delay("a") == 0.0 and pushback.wait("a", 1.0) == 6.0
+
+
+def test_a_slot_refused_then_answered_comes_back_to_its_own_delay() -> None:
+    """Through Politeness, with Scrapy's own download slot: a 429 with Retry-After holds the
+    slot and doubles its delay; answers then bring the slot's delay back down to its own
+    (DOWNLOAD_DELAY), not leave it doubled."""
+    from scrapy import Request
+    from scrapy.core.downloader import Slot
+    from scrapy.http import Response
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_echo.crawler.politeness import Politeness
+
+    crawler = get_crawler(settings_dict={"DOWNLOAD_DELAY": 0.25})
+    politeness = Politeness(crawler)
+    slot = Slot(concurrency=1, delay=0.25, jitter=0.0)
+    politeness._slots = lambda: {"a.test": slot}  # type: ignore[method-assign]
+    request = Request("https://a.test/x", meta={"download_slot": "a.test"})
+    refused = Response(request.url, status=429, headers={"Retry-After": "5"}, request=request)
+    politeness._downloaded(refused, request)
+    assert 4.9 < politeness.wait("a.test") <= 5.0
+    assert slot.delay == 0.5 and politeness.capacity("a.test") == 2.0
+    ok = Response(request.url, status=200, request=request)
+    politeness._downloaded(ok, request)
+    assert slot.delay == pytest.approx(0.5 * RECOVERY)
+    for _ in range(40):
+        politeness._downloaded(ok, request)
+    assert slot.delay == 0.25 and politeness.pushback.delay("a.test") == 0.0

@@ -256,20 +256,21 @@ def test_a_hosts_retry_after_holds_its_requests_for_every_worker(store):
 
     store.acquire_solver("A", 5000)
     store.push("A", [("p:1", 1.0, '{"n":1}', "held.test"), ("p:2", 2.0, '{"n":2}', "free.test")])
+    LONG = {**OPTIONS, "lease_ms": 10_000}  # (leases outlast the test: none comes back)
     one = FleetRules(token="w1", default_delay_ms=0, horizon_ms=100)
     other = FleetRules(token="w2", default_delay_ms=0, horizon_ms=100)
-    hold = Exchange(holds={"held.test": 0.5})
-    store.exchange(hold, fleet=one, **OPTIONS)  # type: ignore[arg-type]
-    got = store.exchange(Exchange(want=2), fleet=other, **OPTIONS).leased  # type: ignore[arg-type]
+    hold = Exchange(holds={"held.test": 1.5})
+    store.exchange(hold, fleet=one, **LONG)  # type: ignore[arg-type]
+    got = store.exchange(Exchange(want=2), fleet=other, **LONG).leased  # type: ignore[arg-type]
     assert [payload for _, payload in got] == [b'{"n":2}']
-    time.sleep(0.25)  # 0.5 s held, leased up to the 0.1 s horizon early: still held
-    assert store.exchange(Exchange(want=1), fleet=other, **OPTIONS).leased == []  # type: ignore[arg-type]
-    time.sleep(0.4)
-    got = store.exchange(Exchange(want=1), fleet=other, **OPTIONS).leased  # type: ignore[arg-type]
+    time.sleep(0.3)  # 1.5 s held, leased up to the 0.1 s horizon early: still held
+    assert store.exchange(Exchange(want=1), fleet=other, **LONG).leased == []  # type: ignore[arg-type]
+    time.sleep(1.5)
+    got = store.exchange(Exchange(want=1), fleet=other, **LONG).leased  # type: ignore[arg-type]
     assert [payload for _, payload in got] == [b'{"n":1}']
     # A shorter hold after a longer one does not shorten it; a bad one is ignored.
-    store.exchange(Exchange(holds={"held.test": 60.0}), fleet=one, **OPTIONS)  # type: ignore[arg-type]
+    store.exchange(Exchange(holds={"held.test": 60.0}), fleet=one, **LONG)  # type: ignore[arg-type]
     turn = float(store.client.hget(store.keys["host_next"], "held.test"))
-    store.exchange(Exchange(holds={"held.test": 1.0, "x": float("nan")}), fleet=one, **OPTIONS)  # type: ignore[arg-type]
+    store.exchange(Exchange(holds={"held.test": 1.0, "x": float("nan")}), fleet=one, **LONG)  # type: ignore[arg-type]
     assert float(store.client.hget(store.keys["host_next"], "held.test")) == turn
     assert store.client.hget(store.keys["host_next"], "x") is None

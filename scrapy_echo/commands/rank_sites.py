@@ -294,7 +294,11 @@ def _site_name(name: str, level: str) -> str:
     if level == "domain":
         return site_of(name) if "://" in name else site_of_host(name)
     if level == "folder":
-        return folder_of(name if "://" in name else f"http://{name}")
+        if "://" in name:
+            return folder_of(name)
+        # A folder name as the command writes it (``host/segment/``, ``host/``) is one.
+        host, _, rest = name.partition("/")
+        return f"{host}/{rest.strip('/')}/" if rest.strip("/") else f"{host}/"
     return urlsplit(name).hostname or name if "://" in name else name.rstrip(".")
 
 

@@ -251,14 +251,8 @@ class CrawlState:
         them, counted in its yield. Not a crawl: ``λ`` still sees the first page only, an
         overflow (its censoring-aware count takes that for what it is)."""
         status = self.sources[source]
-        keys = [fold_scheme(link) for link in links]
-        unseen = self.seen.add_new([fingerprint(key) for key in keys], fetched)
-        sources = self.source_ids
-        new = [
-            link
-            for link, key, is_new in zip(links, keys, unseen, strict=True)
-            if is_new and key not in sources and not (refused and link in refused)
-        ]
+        fresh, _, _ = self._unseen_links(links, fetched)
+        new = [link for link, _ in fresh if not (refused and link in refused)]
         status.new_links += len(new)
         status.next_pages += 1
         self.changed_sources.add(source)
@@ -270,20 +264,28 @@ class CrawlState:
         """The links no source showed before (now all seen), and whether the crawl found the
         source overflowed; a link to another source is navigation, not a page. The source's
         recent links are noted for its overlaps."""
+        fresh, marks, unseen = self._unseen_links(links, now)
+        self.overlap.record(source, marks, [not u for u in unseen])
+        # A first crawl's links are navigation and backlog alike: none is known content yet.
+        content = [] if first else [mark for _, mark in fresh]
+        overflowed = self.overflow.crawled(source, listed=marks, new=content)
+        return [link for link, _ in fresh], overflowed
+
+    def _unseen_links(
+        self, links: list[str], now: float
+    ) -> tuple[list[tuple[str, int]], list[int], list[bool]]:
+        """The links no source showed before and that name no source, with their marks
+        (now all seen); every link's mark, and whether it was unseen."""
         keys = [fold_scheme(link) for link in links]
         marks = [fingerprint(key) for key in keys]
         unseen = self.seen.add_new(marks, now)
-        self.overlap.record(source, marks, [not u for u in unseen])
         sources = self.source_ids
         fresh = [
             (link, mark)
             for link, key, mark, is_new in zip(links, keys, marks, unseen, strict=True)
             if is_new and key not in sources
         ]
-        # A first crawl's links are navigation and backlog alike: none is known content yet.
-        content = [] if first else [mark for _, mark in fresh]
-        overflowed = self.overflow.crawled(source, listed=marks, new=content)
-        return [link for link, _ in fresh], overflowed
+        return fresh, marks, unseen
 
     def source_not_modified(self, source: int, fetched: float) -> None:
         """A 304: a crawl that found nothing new."""
@@ -315,7 +317,7 @@ class CrawlState:
         source crawled every few seconds whose host comes back after an outage is crawled
         again within a few intervals, so the pages published meanwhile are found; a source
         the plan does not keep waits ``failure_backoff``. Never less than ``retry_after``,
-        the seconds its host asked for."""
+        the seconds its host asked for (up to ``failure_backoff_max``)."""
         status = self.sources[source]
         self.changed_sources.add(source)
         status.failures += 1
@@ -330,8 +332,8 @@ class CrawlState:
             return math.inf
         first = min(interval, cfg.failure_backoff) if interval > 0 else cfg.failure_backoff
         backoff = min(first * 2.0 ** (status.failures - 1), cfg.failure_backoff_max)
-        if retry_after is not None:
-            backoff = max(backoff, retry_after)
+        if retry_after is not None:  # (within the longest back-off: a host cannot ask more)
+            backoff = max(backoff, min(retry_after, cfg.failure_backoff_max))
         # A crawl time in the future keeps the source off every policy's list until then.
         self._last_crawl[source] = now + backoff
         return backoff

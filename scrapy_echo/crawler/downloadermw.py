@@ -87,7 +87,7 @@ class EchoDownloaderMiddleware(EchoComponent):
         echo["fetched"] = now
         if echo.get("kind") != "source":
             return response
-        if "page" in echo:  # a hub's next page: part of a crawl that was recorded already
+        if "hub_page" in echo:  # a hub's next page: part of a crawl that was recorded already
             if response.status >= 300:
                 self.inc_stat("echo/sources/next_page_failed")
             return response
@@ -114,11 +114,16 @@ class EchoDownloaderMiddleware(EchoComponent):
         echo: Any = request.meta.get("echo")
         ignored = isinstance(exception, IgnoreRequest)  # offsite, robots.txt: not a failure
         kind = echo.get("kind") if isinstance(echo, dict) else None
-        next_page = kind == "source" and "page" in echo
-        if next_page:
+        next_page = kind == "source" and "hub_page" in echo
+        if ignored and kind and "robots.txt" in str(exception):
+            if next_page:  # (its budget back; the source itself was read)
+                if self.runtime.refund is not None:
+                    self.runtime.refund()
+                self.inc_stat("echo/sources/next_page_blocked")
+            else:
+                self._forbidden(request, kind, str(echo.get("url", request.url)))
+        elif next_page:
             self.inc_stat("echo/sources/next_page_failed")  # (the crawl was recorded)
-        elif ignored and kind and "robots.txt" in str(exception):
-            self._forbidden(request, kind, str(echo.get("url", request.url)))
         elif not ignored and kind == "source":
             why = type(exception).__name__
             if isinstance(exception, DownloadCancelledError):  # (past download_maxsize)

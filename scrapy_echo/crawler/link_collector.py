@@ -102,7 +102,8 @@ class EchoLinkCollector(EchoComponent):
             if dropped:
                 self.inc_stat("echo/links/dropped_by_middlewares", dropped)
             self.runtime.observe(batch.event())
-            self.inc_stat("echo/sources/crawled")
+            if not batch.continued:  # (a hub's next page is more of a crawl counted already)
+                self.inc_stat("echo/sources/crawled")
         self.runtime.done(response.request)
 
 

@@ -175,9 +175,16 @@ class Politeness:
         key = str(key) if key is not None else self.slot_key(request)
         slot = self._slots().get(key)
         if response.status not in REFUSALS:
-            if response.status < 400:
-                base = float(slot.delay) if slot is not None else self.delay
-                self.pushback.accepted(key, max(base, self.crawl_delays.get(key, 0.0)))
+            if response.status < 400 and self.pushback.delay(key) > 0:
+                # The slot's own delay (settings, Crawl-delay), not the floor it was raised to:
+                # the learned one comes down toward it, and the slot with it.
+                base = max(
+                    float(self.slot_settings.get(key, {}).get("delay", self.delay)),
+                    self.crawl_delays.get(key, 0.0),
+                )
+                self.pushback.accepted(key, base)
+                if slot is not None:
+                    slot.delay = max(base, self.pushback.delay(key))
             return
         now = time.monotonic()
         asked = retry_after_seconds(response.headers.get(b"Retry-After"), now=time.time())
@@ -185,9 +192,12 @@ class Politeness:
         hold = self.pushback.refused(key, now, asked, delay, too_many=response.status == TOO_MANY)
         if slot is not None:
             slot.delay = max(float(slot.delay), self.pushback.delay(key))
-            # The downloader sends a request queued in the slot once ``delay`` has passed
-            # since ``lastseen``: none before the hold is over.
-            slot.lastseen = max(slot.lastseen, now + hold - slot.delay)
+            # The downloader sends a request queued in the slot once its delay, shortened by
+            # up to ``jitter`` of it, has passed since ``lastseen``: none before the hold is
+            # over. (A slot without a delay skips that wait: the scheduler's hold is all
+            # there is, and it hands such a slot no request while held.)
+            shortest = slot.delay * (1.0 - float(getattr(slot, "jitter", 0.5)))
+            slot.lastseen = max(slot.lastseen, now + hold - shortest)
         stats = self.crawler.stats
         if stats is not None:
             stats.inc_value(f"echo/hosts/refused/{response.status}")
@@ -195,9 +205,8 @@ class Politeness:
                 stats.inc_value("echo/hosts/retry_after")
         if key not in self._refusing:  # once per host, then counted
             self._refusing.add(key)
-            logger.info("ECHO: %s refused a request (HTTP %d, Retry-After %s); holding it "
-                        "%.3g s, its delay now %.3g s", key, response.status,
-                        "none" if asked is None else f"{asked:g} s", hold,
+            logger.info("ECHO: %s refused a request (HTTP %d, Retry-After %s s); holding it "
+                        "%.3g s, its delay now %.3g s", key, response.status, asked, hold,
                         self.pushback.delay(key))  # fmt: skip
 
     def _robots_parsed(self, robotparser: Any, request: Request, **_: Any) -> None:

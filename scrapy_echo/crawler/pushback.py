@@ -20,6 +20,7 @@ with it).
 from __future__ import annotations
 
 import math
+from datetime import timezone
 from email.utils import parsedate_to_datetime
 
 REFUSALS = (429, 503)
@@ -27,6 +28,9 @@ TOO_MANY = 429  # the refusal that says the crawl asks too often
 # A refusal without Retry-After doubles the slot's delay from at least this (s): a slot
 # without any delay would otherwise stay at 0.
 MIN_REFUSAL_DELAY = 0.1
+# Longer than any wait the crawl keeps (ECHO_FAILURE_BACKOFF_MAX caps it): a header of 400
+# digits stays a number the journal takes.
+LONGEST = 365 * 86400.0
 RECOVERY = 0.97  # the learned delay kept per accepted response (about 23 to halve it)
 
 
@@ -44,15 +48,15 @@ def retry_after_seconds(value: str | bytes | None, *, now: float) -> float | Non
         return None
     text = value.decode("latin-1") if isinstance(value, bytes) else value
     text = text.strip()
-    if text.isdigit():
-        return float(text)
+    if text.isascii() and text.isdigit():  # ("²".isdigit() too; float() refuses it)
+        return min(float(text), LONGEST)
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if when.tzinfo is None:  # (RFC 9110 dates are GMT; a naive one is read so)
-        return None
-    return max(0.0, when.timestamp() - now)
+    if when.tzinfo is None:  # RFC 850 and asctime dates carry no zone: HTTP's are GMT
+        when = when.replace(tzinfo=timezone.utc)
+    return min(max(0.0, when.timestamp() - now), LONGEST)
 
 
 class HostPushback:

@@ -206,8 +206,8 @@ class EchoScheduler(EchoComponent):
             self.inc_stat("echo/scheduler/enqueued/page")
             return True
         if isinstance(echo, dict) and echo.get("kind") in ("source", "refresh"):
-            # A redirect or retry of a source crawl or a refetch already under way (the
-            # scheduler only ever hands these out itself): finish it first.
+            # A redirect or retry of a source crawl or a refetch already under way, or a hub's
+            # next page (a crawl under way too): finish it first.
             self.plain.appendleft(request)
             self.inc_stat(f"echo/scheduler/enqueued/{echo['kind']}_followup")
             return True

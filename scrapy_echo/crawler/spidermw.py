@@ -147,7 +147,7 @@ class EchoSpiderMiddleware(EchoComponent):
             echo.get("etag"),
             echo.get("lm"),
             treated,
-            continued="page" in echo,
+            continued="hub_page" in echo,
         )
         runtime.link_batches[id(response)] = batch  # (the collector sends its event)
         callback = runtime.page_callback()
@@ -174,7 +174,7 @@ class EchoSpiderMiddleware(EchoComponent):
             return None
         if not isinstance(index, int) or not 0 <= index < len(runtime.state.sources):
             return None
-        page = echo.get("page", 1)
+        page = echo.get("hub_page", 1)
         first = page == 1 and runtime.state.sources[index].crawls == 0
         if first or any(done is not None for done in treated):
             return None
@@ -182,7 +182,7 @@ class EchoSpiderMiddleware(EchoComponent):
             self.inc_stat("echo/sources/next_pages_cut")
             return None
         self.inc_stat("echo/sources/next_pages")
-        meta = {**echo, "page": page + 1}
+        meta = {**echo, "hub_page": page + 1}
         meta.pop("fetched", None)
         return response.request.replace(  # type: ignore[union-attr]
             url=content.next_page, headers={}, meta={"echo": meta}, dont_filter=True

@@ -47,7 +47,9 @@ def figure_rows(
     warmup: float = WARMUP,
 ) -> list[BudgetRow]:
     """Every policy of both figures at every budget (one simulation each, seeded by ``seed``
-    and the budget's position so that the policies at one budget see the same pages' events)."""
+    and the budget's position: the policies at one budget see the same signals and first
+    changes, while later changes come from the shared stream in the order each policy's
+    crawls ask for them, so they differ between policies)."""
     if slots < 10:
         raise ValueError(f"slots must be >= 10, got {slots!r}")
     if not 0 <= warmup < 1:

@@ -129,9 +129,9 @@ def refresh_interval(
 ) -> FloatArray:
     """``t* = r*Δ``, times ``shrink``, clipped to ``[shortest, longest]``.
 
-    ``shrink < 1`` is the paper's "more conservative ratio" for a young estimate (e.g. from
-    :func:`underestimate_risk`). Never-refresh pages (``C_c ≥ C_s Δ``, or ``Δ = inf``) get
-    ``longest``.
+    ``shrink < 1`` is the paper's "more conservative ratio" for a young estimate (from
+    :func:`conservative_shrink` in the refresh lane). Never-refresh pages
+    (``C_c ≥ C_s Δ``, or ``Δ = inf``) get ``longest``.
 
     >>> refresh_interval([24.0, 1.0, 1e4], 1.0, 1.0, shortest=2.0, longest=100.0).round(2)
     array([  7.7, 100. , 100. ])

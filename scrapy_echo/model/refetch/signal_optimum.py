@@ -134,16 +134,21 @@ def signal_optimum(pages: SignalPages, budget: float, *, tol: float = BUDGET_TOL
         raise ValueError(f"tol must be in (0, 1), got {tol!r}")
     top = float(pages.cap.max())
     low, high = np.log(top) - 60.0, np.log(top)  # Σ rates: ~∞ at the low end, 0 at the top
+    chosen = high  # (the side that spends at most the budget, unless a middle hits it)
     for _ in range(MAX_STEPS):
         middle = 0.5 * (low + high)
         total = _rates(pages, thresholds_for(pages, float(np.exp(middle)))).sum()
-        if abs(total - budget) <= tol * budget or high - low < 1e-15:
+        if abs(total - budget) <= tol * budget:
+            chosen = middle
+            break
+        if high - low < 1e-15:
             break
         if total > budget:
             low = middle
         else:
             high = middle
-    eta = float(np.exp(high))
+        chosen = high
+    eta = float(np.exp(chosen))
     thresholds = thresholds_for(pages, eta)
     if _rates(pages, thresholds).sum() < budget * (1.0 - tol):
         thresholds = _absorb_residual(pages, budget, thresholds, thresholds_for(pages, np.exp(low)))
