@@ -403,3 +403,16 @@ def test_tuning_judges_pages_alive_at_the_start_through_their_births() -> None:
     without = tune_thresholds(curves, labelled, truth, n_grid=[3.0], q_grid=[0.7])
     assert without.hits == 0 and without.unjudged == len(CENSORED)
     assert site_tuning.classify(curves, None, n=3, q=0.7).left_out["alive_at_start"] == 7
+
+
+def test_site_labels_are_read_at_the_level_the_command_writes_sites() -> None:
+    """A folder the command prints (``host/segment``) read back as a label is that folder,
+    not its host's root; a URL is taken to its folder, host or domain."""
+    from scrapy_echo.commands.rank_sites import _site_name
+
+    assert _site_name("news.example/world", "folder") == "news.example/world"
+    assert _site_name("news.example/world/", "folder") == "news.example/world"
+    assert _site_name("news.example/", "folder") == "news.example/"
+    assert _site_name("http://news.example/world/a.html", "folder") == "news.example/world"
+    assert _site_name("http://news.example.co.uk/x", "domain") == "example.co.uk"
+    assert _site_name("http://News.example.co.uk/x", "host") == "news.example.co.uk"

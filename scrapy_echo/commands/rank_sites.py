@@ -296,9 +296,10 @@ def _site_name(name: str, level: str) -> str:
     if level == "folder":
         if "://" in name:
             return folder_of(name)
-        # A folder name as the command writes it (``host/segment/``, ``host/``) is one.
+        # A folder name as the command writes it (``host/segment``, ``host/``) is one.
         host, _, rest = name.partition("/")
-        return f"{host}/{rest.strip('/')}/" if rest.strip("/") else f"{host}/"
+        segment = rest.strip("/").split("/")[0]
+        return f"{host.lower()}/{segment}" if segment else f"{host.lower()}/"
     return urlsplit(name).hostname or name if "://" in name else name.rstrip(".")
 
 
