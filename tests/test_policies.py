@@ -243,7 +243,7 @@ def test_every_named_policy_exists_and_unknown_names_fail() -> None:
         "echo-explore",
         "echo-censored",
         "echo-earned",
-        "echo-signal-time",
+        "echo-signal-profit",
         "echo-paper",
         "echo-schedule",
         "echo-greedy",

@@ -1,7 +1,7 @@
 """The two signal indices side by side (docs/how-it-works.rst, "Change-indicating signals"):
-Busa-Fekete et al.'s effective time, which never falls, and the profit index the default
-uses, which does fall as the pages its signals promise age; and GREEDY's source index priced
-with the page crawls a source crawl triggers."""
+Busa-Fekete et al.'s effective time (the default's), which never falls, and the profit index
+(``echo-signal-profit``), which does fall as the pages its signals promise age; and GREEDY's
+source index priced with the page crawls a source crawl triggers."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_a_signal_moves_the_clock_by_its_odds_of_a_link() -> None:
 
 def test_the_profit_index_falls_between_signals_as_its_promised_page_ages() -> None:
     """What does not carry over from Lemma 1: the page a signal promises loses value while
-    it waits, so the default's index can fall (here to a twentieth in 3,000 s), and no
+    it waits, so the profit index can fall (here to a twentieth in 3,000 s), and no
     threshold on one forward-moving number describes it."""
     lam, profit, mu, recall = 1e-3, 10.0, 1e-3, 0.95
     at_signal = signal_index(*_one(1.0, lam, profit, mu, recall, 1e-5, 1, 1.0), omega=1.0)
