@@ -233,13 +233,8 @@ def signal_index(
     """
     t = np.maximum(np.asarray(elapsed, dtype=np.float64), 0.0)
     lam, prof, mu = link_rate, profit, decay
-    x = mu * t
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # g(μt)/μ, and t where μ = 0 (no decay: the paper's λPτ)
-        g_over_mu = np.where(mu > 0, -np.expm1(-x) / mu - t * np.exp(-x), t)
-        true_rate = recall * lam
-        precision = np.where(true_rate > 0, true_rate / (true_rate + false_rate), 0.0)
-    unsignalled = lam * (1.0 - recall) * prof * g_over_mu
+    precision = _precision(recall, lam, false_rate)
+    unsignalled = lam * (1.0 - recall) * prof * _g_over_mu(mu, t)
     promised = precision * np.maximum(prof * recent - omega * count, 0.0)
     return np.asarray(unsignalled + promised, dtype=np.float64)
 
@@ -269,15 +264,29 @@ def effective_time_index(
     """
     t = np.maximum(np.asarray(elapsed, dtype=np.float64), 0.0)
     lam, mu = link_rate, decay
+    precision = _precision(recall, lam, false_rate)
     with np.errstate(divide="ignore", invalid="ignore"):
-        true_rate = recall * lam
-        precision = np.where(true_rate > 0, true_rate / (true_rate + false_rate), 0.0)
         unsignalled = (1.0 - recall) * lam
         step = np.where(precision > 0, -np.log1p(-np.minimum(precision, 1.0)) / unsignalled, 0.0)
         tau = np.where(count > 0, t + count * step, t)
-        x = mu * tau
-        g_over_mu = np.where(mu > 0, -np.expm1(-x) / mu - tau * np.exp(-x), tau)
-        value = np.where(np.isfinite(tau), lam * profit * g_over_mu, lam * profit / mu)
+        # (Past every finite time the index is its cap λP/μ.)
+        value = np.where(np.isfinite(tau), lam * profit * _g_over_mu(mu, tau), lam * profit / mu)
+    return np.asarray(value, dtype=np.float64)
+
+
+def _g_over_mu(mu: FloatArray, t: FloatArray) -> FloatArray:
+    """``g(μt)/μ``, and ``t`` where ``μ = 0`` (no decay: the paper's ``λPτ``)."""
+    x = mu * t
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        value = np.where(mu > 0, -np.expm1(-x) / mu - t * np.exp(-x), t)
+    return np.asarray(value, dtype=np.float64)
+
+
+def _precision(recall: FloatArray, link_rate: FloatArray, false_rate: FloatArray) -> FloatArray:
+    """``q = rλ / (rλ + ν)``, the chance a signal is a new link (0 without true signals)."""
+    true_rate = recall * link_rate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.where(true_rate > 0, true_rate / (true_rate + false_rate), 0.0)
     return np.asarray(value, dtype=np.float64)
 
 
