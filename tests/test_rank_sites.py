@@ -322,6 +322,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return folder, log.labels
 
 
+@pytest.mark.slow  # (about 45 s: the command on a generated log, births fitted)
 def test_temporal_sites_come_first_with_the_huge_and_the_tiny_one(tmp_path, generated) -> None:
     folder, labels = generated
     assert not (tmp_path / "scrapy.cfg").exists()  # no project
@@ -367,6 +368,7 @@ def test_temporal_sites_come_first_with_the_huge_and_the_tiny_one(tmp_path, gene
     assert hosts == [r["site"] for r in rows[:3]]
 
 
+@pytest.mark.slow  # (about 50 s: a labelled log generated, tuned and ranked)
 def test_page_labels_tune_the_thresholds_and_the_ranking_uses_them(tmp_path: Path) -> None:
     """A log whose page labels follow a planted rule Φ(1) > 0.8, with weekly magazines whose
     pages are temporal at the fixed Φ(3) > 0.7 but not under the planted rule: the command
