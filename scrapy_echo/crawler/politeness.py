@@ -12,6 +12,10 @@ The downloader's own state lags by a moment (a request handed over reaches its s
 after the downloader middlewares ran), so requests handed over and not yet seen in a slot are
 counted here too (:meth:`handed`, cleared by ``request_reached_downloader``).
 
+A reactor held for a moment (a re-solve) would let a request dispatched before it leave late
+and the slot's next one right after it: :mod:`scrapy_echo.crawler.reactor_stalls` moves such
+slots' clocks to when the reactor ran again.
+
 What a host says back (``Retry-After`` on 429 and 503, and a delay learned from its 429s:
 :mod:`scrapy_echo.crawler.pushback`) holds the slot and raises its delay the same way.
 
@@ -39,11 +43,13 @@ from scrapy_echo.crawler.pushback import (
     HostPushback,
     retry_after_seconds,
 )
+from scrapy_echo.crawler.reactor_stalls import TICK, ReactorStalls
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from twisted.internet.task import LoopingCall
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +90,28 @@ class Politeness:
         # (Sent as the response arrives, before any middleware: Scrapy's retry of a refused
         # request already finds its slot held.)
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
+        self.stalls = ReactorStalls(self._slots, self._inc_stat, self._max_stat)
+        self._ticks: LoopingCall | None = None
+        crawler.signals.connect(self._engine_started, signal=signals.engine_started)
+        crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
+
+    def _engine_started(self) -> None:
+        from twisted.internet.task import LoopingCall  # (no reactor at import time)
+
+        self._ticks = LoopingCall(self.stalls.tick)
+        self._ticks.start(TICK, now=True)
+
+    def _engine_stopped(self) -> None:
+        if self._ticks is not None and self._ticks.running:
+            self._ticks.stop()
+
+    def _inc_stat(self, name: str, count: int) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(name, count)
+
+    def _max_stat(self, name: str, value: float) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.max_value(name, value)
 
     # -- slots --------------------------------------------------------------------------------
     def slot_key(self, request: Request) -> str:

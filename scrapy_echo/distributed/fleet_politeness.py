@@ -45,6 +45,9 @@ class FleetPoliteness(Politeness):
         """Nothing: the worker's downloader politeness hears the responses, and this one
         shares its :attr:`pushback` (the scheduler sets it)."""
 
+    def _engine_started(self) -> None:
+        """Nothing: the worker's downloader politeness watches the reactor for both."""
+
     def handed(self, key: str) -> None:
         """A request for slot ``key`` was queued: it takes the slot's next turn."""
         now = time.monotonic()
