@@ -9,6 +9,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 import scrapy_echo
 
 PACKAGE = Path(scrapy_echo.__file__).parent
@@ -84,6 +86,7 @@ def test_the_core_does_no_io_of_its_own() -> None:
     assert {path: names for path, names in found.items() if names} == {}
 
 
+@pytest.mark.slow  # (over 6 s: the README's quick command leaves it out)
 def test_no_two_modules_share_a_name_with_different_meanings() -> None:
     by_name: dict[str, list[str]] = {}
     for path in modules():

@@ -113,6 +113,7 @@ def test_the_core_credits_a_mirror_to_the_source_it_mirrors() -> None:
     assert core.policy.overlaps and core.policy.overlaps[0].follower == 1
 
 
+@pytest.mark.slow  # (over 6 s: the README's quick command leaves it out)
 def test_echo_newpages_crawls_mirrors_less_than_echo_paper() -> None:
     trace = synthesize(SynthParams(sources=80, days=4, warmup_days=2, seed=3, mirror_share=1.0))
     mirrors = np.arange(1, trace.n_sources, 4)  # each site's second source mirrors its first

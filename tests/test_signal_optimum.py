@@ -174,6 +174,7 @@ def test_the_value_rises_with_the_threshold_to_its_cap(
     assert v_high <= cap * (1 + 1e-12)
 
 
+@pytest.mark.slow  # (over 6 s: the README's quick command leaves it out)
 @settings(max_examples=15)  # each solves a whole optimum (about 1 s)
 @given(seed=st.integers(0, 10_000), budget=st.floats(0.2, 40.0))
 def test_the_optimum_spends_the_budget(seed: int, budget: float) -> None:

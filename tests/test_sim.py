@@ -105,6 +105,7 @@ def test_needed_rate_search() -> None:
     assert len(calls) < 20
 
 
+@pytest.mark.slow  # (over 6 s: the README's quick command leaves it out)
 def test_cli_synth_and_run(tmp_path: Path) -> None:
     trace_dir, out = tmp_path / "trace", tmp_path / "out"
     python = [sys.executable, "-m", "scrapy_echo.sim"]
@@ -142,6 +143,7 @@ def test_cli_reports_bad_arguments(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "error:" in bad.stderr
 
 
+@pytest.mark.slow  # (over 6 s: the README's quick command leaves it out)
 def test_without_clicks_freshness_is_scored_and_the_clicks_change_nothing(small_trace) -> None:
     settings = SimSettings(crawl_rate=0.01, clicks=False, default_half_life=3600.0)
     replay = simulate(small_trace, make_policy("echo-newpages"), settings)
@@ -183,6 +185,7 @@ def test_pure_noise_signals_do_not_move_echo_newpages() -> None:
     assert caught("echo-paper", True) == caught("echo-paper", False)  # it ignores them
 
 
+@pytest.mark.slow  # (over 6 s: the README's quick command leaves it out)
 def test_cli_replays_a_traces_signals_unless_told_not_to(tmp_path: Path) -> None:
     trace_dir = tmp_path / "trace"
     python = [sys.executable, "-m", "scrapy_echo.sim"]

@@ -12,6 +12,7 @@ import pytest
 from scrapy_echo.sim.cli_output import Progress
 
 
+@pytest.mark.slow  # (over 6 s: the README's quick command leaves it out)
 def test_a_redirected_run_writes_one_final_line_per_replay(tmp_path: Path) -> None:
     python = [sys.executable, "-m", "scrapy_echo.sim"]
     trace = tmp_path / "trace"

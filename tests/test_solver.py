@@ -245,6 +245,7 @@ def test_output_is_always_well_formed(data, budget: float) -> None:
     assert sol.cost >= float(np.sum(lam[sol.kept])) * (1 - 1e-12)
 
 
+@pytest.mark.slow  # (over 6 s: the README's quick command leaves it out)
 @given(sources, scales, st.floats(1.01, 10))
 def test_more_budget_never_lowers_the_objective(data, budget: float, factor: float) -> None:
     lam, prof, mu = (np.array(v) for v in data)

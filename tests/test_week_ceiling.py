@@ -63,6 +63,7 @@ def test_each_hour_is_solved_for_its_own_rates_and_weighed_by_its_pages() -> Non
     assert quiet > busy  # fewer pages, the same budget
 
 
+@pytest.mark.slow  # (over 6 s: the README's quick command leaves it out)
 def test_a_shared_cycle_costs_the_optimal_schedule_budget() -> None:
     # New pages take their share of the budget first, most of it when they come fastest: the
     # schedule best for every hour needs more crawls for the same fraction, not fewer.
