@@ -51,8 +51,8 @@ class ReactorStalls:
         last, self.last_tick = self.last_tick, now
         if last is None:
             return 0
-        held = now - last - TICK
-        if held <= STALL:
+        gap = now - last  # (a tick on time: TICK)
+        if gap - TICK <= STALL:
             return 0
         since = last - MARGIN
         moved = 0
@@ -63,7 +63,7 @@ class ReactorStalls:
         self.inc_stat("echo/politeness/stalls", 1)
         if moved:
             self.inc_stat("echo/politeness/stalled_slots", moved)
-        self.max_stat("echo/politeness/longest_stall", round(held + TICK, 3))
+        self.max_stat("echo/politeness/longest_stall", round(gap, 3))
         return moved
 
 
