@@ -116,7 +116,9 @@ def test_three_workers_keep_each_hosts_delay_and_use_what_the_hosts_allow(
         assert shortest_gaps(times, DELAYS[site.host], FLEET_JITTER) == [], site.host
 
     # The fleet used at least 0.8 of what the hosts allow, from its first request to the
-    # last (each host at its own delay).
+    # last (each host at its own delay). Measured 0.76 to 0.82 while the planner's worker
+    # solved on the reactor (a fast host of its own sent one request a second); about 0.96
+    # with the solve on a thread (docs/monitor.rst, "Politeness").
     start = min(t for site in sites for t, _ in site.hit_log)
     end = max(t for site in sites for t, _ in site.hit_log)
     sent = sum(len(site.hit_log) for site in sites)

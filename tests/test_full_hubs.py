@@ -138,7 +138,9 @@ def test_echo_newpages_plans_a_full_hub_due_where_its_index_reaches_omega():
         shows=np.array([10.0, 20.0, 0.0, 0.0, 0.0, 0.0]),
     )
     plan = policy.replan(est, 0.02)
-    assert plan.estimates is est  # a waiting page is still worth its source's P
+    # A waiting page is still worth its source's P: the plan keeps the estimates given.
+    for field in ("link_rate", "profit", "decay", "shows"):
+        np.testing.assert_array_equal(getattr(plan.estimates, field), getattr(est, field))
     assert plan.intervals[0] * est.link_rate[0] < 10  # crawled before it fills
     plain = make_policy("echo-censored").replan(est, 0.02)
     # Planned as if it showed every link, the busiest hub waits until far past full.

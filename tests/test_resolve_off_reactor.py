@@ -1,6 +1,6 @@
-"""A re-solve's slow parts run off the reactor: the click fit (seconds at 100 k sources) on the
-thread pool before a live crawl's re-solve, and a planner's first plan of the state it takes
-over on the thread that loads it. The plans are the ones the inline path makes."""
+"""A re-solve's slow parts run off the reactor: the click fit (seconds at 100 k sources) and the
+solve on the thread pool, and a planner's first plan of the state it takes over on the thread
+that loads it. The plans are the ones the inline path makes."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from twisted.internet.task import deferLater
 
 from scrapy_echo.core import snapshot as snapshots
 from scrapy_echo.crawler.extension import EchoExtension
+from scrapy_echo.model.decisions import policies
 from scrapy_echo.model.estimation import learning
 from scrapy_echo.model.estimation.learning import SourceLearner
 from tests.test_middlewares import setup
@@ -91,6 +92,14 @@ async def test_a_re_solve_fits_the_clicks_on_a_thread_then_solves(monkeypatch) -
         return real_fit(*args)
 
     monkeypatch.setattr(learning, "fit_click_table", fit_recorded)
+    solve_threads: list[threading.Thread] = []
+    real_solve = policies.solve_intervals
+
+    def solve_recorded(*args, **kwargs):
+        solve_threads.append(threading.current_thread())
+        return real_solve(*args, **kwargs)
+
+    monkeypatch.setattr(policies, "solve_intervals", solve_recorded)
     solves = runtime.solves
     extension.resolve()
     extension.resolve()  # the next round, while the fit runs: nothing more
@@ -100,8 +109,12 @@ async def test_a_re_solve_fits_the_clicks_on_a_thread_then_solves(monkeypatch) -
     assert len(threads) == 1 and threads[0] is not threading.main_thread()
     assert not runtime.state.learner.click_refit_due(clock.now)
     assert crawler.stats.get_value("echo/solver/solves") == runtime.solves
-    extension.resolve()  # nothing to fit now: solved at once, on the reactor
+    # Nothing to fit now: the solve alone, on a thread too, while the reactor goes on.
+    extension.resolve()
+    assert runtime.solves == solves + 1
+    await until(lambda: runtime.solves > solves + 1)
     assert runtime.solves == solves + 2 and len(threads) == 1
+    assert solve_threads and threading.main_thread() not in solve_threads
 
 
 def saved_state(sources: list[str]) -> bytes:

@@ -43,7 +43,7 @@ from scrapy_echo.core.state_config import StateConfig
 from scrapy_echo.core.valuation import valued
 from scrapy_echo.core.view import CrawlView
 from scrapy_echo.model.decisions.frontier import WaitingPage
-from scrapy_echo.model.decisions.policies import Decision, Policy
+from scrapy_echo.model.decisions.policies import Decision, Policy, SolveJob, then
 from scrapy_echo.model.estimation.cycles import rate_factor
 from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.intervals.limits import ScheduleLimits
@@ -471,6 +471,14 @@ class CrawlCore:
     ) -> Plan:
         """Fresh estimates and a fresh schedule under ``budget`` (pages/s), and under
         ``capacity(host)`` requests/s per host if given; a history sample."""
+        return self.replan_job(now, budget, capacity)()()
+
+    def replan_job(
+        self, now: float, budget: float, capacity: Callable[[str], float] | None = None
+    ) -> SolveJob:
+        """:meth:`replan` in the parts of :meth:`Policy.solve_job`: the estimates are taken
+        now, the solve may run on any thread, the install (the plan, the refresh lane's share,
+        the history sample) runs on the core's. The plan in force until then is the last."""
         self.policy.limits = self.limits(capacity)
         self.policy.signals = self.state.signals
         for job in self.state.housekeeping(now):
@@ -502,18 +510,21 @@ class CrawlCore:
         lane = self.state.refresh
         if self.refreshing and lane.asks:  # the plan spends what refetches leave
             budget *= 1.0 - min(lane.served / lane.asks, lane.share)
-        plan = self.policy.replan(estimates, budget)
-        if self.refreshing:
-            est = plan.estimates
-            self.state.refresh.plan(
-                now, omega=plan.omega, budget=budget, profit=est.profit, decay=est.decay
+
+        def installed(plan: Plan) -> Plan:
+            if self.refreshing:
+                est = plan.estimates
+                self.state.refresh.plan(
+                    now, omega=plan.omega, budget=budget, profit=est.profit, decay=est.decay
+                )
+            self.solves += 1
+            self.state.record(
+                now,
+                budget=budget,
+                omega=plan.omega,
+                kept=int(plan.kept.sum()),
+                dropped=int(getattr(self.policy, "dropped_pages", 0)),
             )
-        self.solves += 1
-        self.state.record(
-            now,
-            budget=budget,
-            omega=plan.omega,
-            kept=int(plan.kept.sum()),
-            dropped=int(getattr(self.policy, "dropped_pages", 0)),
-        )
-        return plan
+            return plan
+
+        return then(self.policy.solve_job(estimates, budget), installed)

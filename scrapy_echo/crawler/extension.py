@@ -54,7 +54,7 @@ class EchoExtension(EchoComponent):
         # The next batch of a feed's backlog, by feed (IDelayedCall: zope interfaces do not
         # type-check as classes).
         self._reading_on: dict[str, Any] = {}
-        self._resolving = False  # a click fit of the re-solve is on a thread
+        self._resolving = False  # a click fit or a solve of the re-solve is on a thread
         self._closed = False
 
     @classmethod
@@ -129,7 +129,7 @@ class EchoExtension(EchoComponent):
         if not self.runtime.holds_state:
             return  # distributed mode: the planner re-solves, the others read its schedule
         if self._resolving:
-            return  # the last round's click fit is still on its thread
+            return  # the last round's click fit or solve is still on its thread
         try:
             self.read_click_feeds()
             refit = self.runtime.core.refit_work(self.runtime.clock())
@@ -140,33 +140,68 @@ class EchoExtension(EchoComponent):
             self._replan()
             return
         # The click fit takes seconds at 100 k sources: on the reactor's thread pool, then
-        # the re-solve here (docs/monitor.rst).
+        # the re-solve (docs/monitor.rst).
         from twisted.internet.threads import deferToThread  # (no reactor at import time)
+
+        made_for = self._state_now()
 
         def fitted(install: Callable[[], None]) -> None:
             self._resolving = False
-            install()
-            # (Not if the planner stepped down meanwhile, or the crawl ended.)
-            if self.runtime.holds_state and not self._closed:
+            if self._current(made_for):
+                install()
                 self._replan()
 
-        def failed(failure: Failure) -> None:
-            self._resolving = False
-            logger.error("ECHO click fit failed (%s); keeping the previous schedule",
-                         failure.getTraceback())  # fmt: skip
-            self.inc_stat("echo/solver/errors")
-
         self._resolving = True
-        deferToThread(refit).addCallbacks(fitted, failed)
+        deferToThread(refit).addCallbacks(fitted, self._thread_failed("click fit"))
 
     def _replan(self) -> None:
+        """The estimates here; the solve on the thread pool (a limited solve of a few
+        sources takes a tenth of a second, one of 100 k seconds: docs/monitor.rst), while the
+        reactor keeps the downloads going on the last plan; its install back here."""
+        runtime = self.runtime
         try:
-            self.runtime.replan()
+            work = runtime.replan_job()
         except Exception:
             self._resolve_failed()
             return
-        self._set_stats()
-        self._read_on_soon("click", self.runtime.feeds, self._read_clicks_on)
+        from twisted.internet.threads import deferToThread  # (no reactor at import time)
+
+        made_for = self._state_now()
+
+        def solved(install: Callable[[], object]) -> None:
+            self._resolving = False
+            if not self._current(made_for):
+                return
+            try:
+                install()
+            except Exception:
+                self._resolve_failed()
+                return
+            self._set_stats()
+            self._read_on_soon("click", runtime.feeds, self._read_clicks_on)
+
+        self._resolving = True
+        deferToThread(work).addCallbacks(solved, self._thread_failed("re-solve"))
+
+    def _state_now(self) -> tuple[object, object]:
+        return self.runtime.core.state, self.runtime.core.policy
+
+    def _current(self, made_for: tuple[object, object]) -> bool:
+        """Whether what a thread made for the state and policy ``made_for`` is still wanted:
+        not if the crawl ended, or the planner stepped down or took over another state."""
+        if self._closed or not self.runtime.holds_state:
+            return False
+        state, policy = self._state_now()
+        return state is made_for[0] and policy is made_for[1]
+
+    def _thread_failed(self, what: str) -> Callable[[Failure], None]:
+        def failed(failure: Failure) -> None:
+            self._resolving = False
+            logger.error("ECHO %s failed (%s); keeping the previous schedule",
+                         what, failure.getTraceback())  # fmt: skip
+            self.inc_stat("echo/solver/errors")
+
+        return failed
 
     def _resolve_failed(self) -> None:
         # A failed round must not stop the loop: the old plan stays in force.

@@ -33,7 +33,7 @@ from scrapy_echo.crawler.signals import page_found, source_retired
 from scrapy_echo.crawler.throughput import LaneShare, Throughput
 from scrapy_echo.inputs.clickfeed import InvalidClickRow, check_not_ahead, parse_click
 from scrapy_echo.inputs.signalfeed import SignalIntake
-from scrapy_echo.model.decisions.policies import Policy
+from scrapy_echo.model.decisions.policies import Policy, SolveJob
 from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.model.intervals.plan import Plan
 from scrapy_echo.sources.address_guard import AddressGuard
@@ -141,13 +141,30 @@ class EchoRuntime:
 
     def replan(self) -> Plan:
         """Fresh estimates, a fresh schedule; one summary line in the log."""
+        return self.replan_job()()()
+
+    def replan_job(self) -> SolveJob:
+        """:meth:`replan` in the parts of :meth:`CrawlCore.replan_job`: the estimates taken
+        now, on the reactor's thread; the solve, on any; the install, on the reactor's."""
         budget = self.plan_budget()
         capacity = self.politeness.capacity if self.politeness is not None else None
         started = time.perf_counter()
-        plan = self.core.replan(self.clock(), budget, capacity)
-        self.last_solve_seconds = time.perf_counter() - started
-        self.solve_seconds += self.last_solve_seconds
-        return self.replanned(plan, budget)
+        job = self.core.replan_job(self.clock(), budget, capacity)
+        estimated = time.perf_counter() - started
+
+        def work() -> Callable[[], Plan]:
+            started = time.perf_counter()
+            install = job()
+            seconds = estimated + time.perf_counter() - started
+
+            def installed() -> Plan:
+                self.last_solve_seconds = seconds
+                self.solve_seconds += seconds
+                return self.replanned(install(), budget)
+
+            return installed
+
+        return work
 
     def plan_budget(self) -> float:
         """What a re-solve now plans to spend (pages/s): the budget less the plain lane's

@@ -15,15 +15,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from scrapy_echo.model.decisions.frontier import Frontier
-from scrapy_echo.model.decisions.policies import Decision, Policy
+from scrapy_echo.model.decisions.policies import Decision, Policy, SolveJob, then
 from scrapy_echo.model.intervals.curves import FloatArray
-from scrapy_echo.model.intervals.plan import Estimates, Plan
+from scrapy_echo.model.intervals.plan import Estimates
 
 
 class EchoSchedule(Policy):
@@ -43,7 +42,7 @@ class EchoSchedule(Policy):
 class Frequency(EchoSchedule):
     name = "frequency"
 
-    def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
+    def solve_job(self, estimates: Estimates, crawl_rate: float) -> SolveJob:
         decay = estimates.decay[np.isfinite(estimates.decay) & (estimates.decay > 0)]
         common = float(np.median(decay)) if decay.size else 1.0 / 3600
         equal = Estimates(
@@ -51,10 +50,8 @@ class Frequency(EchoSchedule):
             np.ones(len(estimates)),
             np.full(len(estimates), common),
         )
-        super().replan(equal, crawl_rate)
         # Keep the real estimates for reporting; the schedule is the equal-quality one.
-        self.plan = replace(self.plan, estimates=estimates)
-        return self.plan
+        return then(super().solve_job(equal, crawl_rate), self._reported(estimates))
 
 
 class FixedQuota(Policy):
@@ -66,12 +63,12 @@ class FixedQuota(Policy):
         self.source_crawls = 0
         self.page_crawls = 0
 
-    def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
+    def solve_job(self, estimates: Estimates, crawl_rate: float) -> SolveJob:
         """Intervals solved for the sources' half of the budget alone (the paper's
         Fixed-quota): new pages are paid from the other half, so a source costs only its
         recrawls here and every source worth anything gets a schedule."""
         if not len(estimates):
-            return super().replan(estimates, crawl_rate)
+            return super().solve_job(estimates, crawl_rate)
         # λε and P/ε keep each source's value per second (λP) and drop its pages' cost to
         # a billionth of the budget in all.
         total = float(np.sum(estimates.link_rate))
@@ -79,9 +76,8 @@ class FixedQuota(Policy):
         recrawls_only = Estimates(
             estimates.link_rate * eps, estimates.profit / eps, estimates.decay
         )
-        super().replan(recrawls_only, self.source_share * crawl_rate)
-        self.plan = replace(self.plan, estimates=estimates)
-        return self.plan
+        job = super().solve_job(recrawls_only, self.source_share * crawl_rate)
+        return then(job, self._reported(estimates))
 
     def to_data(self) -> dict[str, Any]:
         return {"source_crawls": self.source_crawls, "page_crawls": self.page_crawls}

@@ -9,8 +9,9 @@ from typing import ClassVar
 import numpy as np
 
 from scrapy_echo.model.decisions.echo_newpages import EchoNewPages
+from scrapy_echo.model.decisions.policies import SolveJob
 from scrapy_echo.model.intervals.curves import FloatArray
-from scrapy_echo.model.intervals.plan import Estimates, Plan
+from scrapy_echo.model.intervals.plan import Estimates
 
 
 class EchoCycles(EchoNewPages):
@@ -32,12 +33,12 @@ class EchoCycles(EchoNewPages):
         self._upto_last = np.zeros(0)
         self._last_seen = np.zeros(0)
 
-    def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
+    def solve_job(self, estimates: Estimates, crawl_rate: float) -> SolveJob:
         factor = self.rate_factor
         if factor is not None and factor.size == len(estimates):
             estimates = replace(estimates, link_rate=estimates.link_rate * factor)
         self._last_seen = np.zeros(0)  # a new profile: every source computed again
-        return super().replan(estimates, crawl_rate)
+        return super().solve_job(estimates, crawl_rate)
 
     def _cycle(self, now: float, last_crawl: FloatArray) -> FloatArray | None:
         profile = self.profile

@@ -50,7 +50,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from scrapy_echo.model.decisions.policies import Decision, EchoPaper
+from scrapy_echo.model.decisions.policies import Decision, EchoPaper, Solved, SolveJob
 from scrapy_echo.model.decisions.recrawl_index import best_early_recrawl, early_recrawl_values
 from scrapy_echo.model.estimation.change_signals import (
     MIN_RECALL,
@@ -60,6 +60,7 @@ from scrapy_echo.model.estimation.change_signals import (
 from scrapy_echo.model.estimation.overlap import credit_overlaps
 from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.intervals.full_hubs import FullHubs, solve_with_full_hubs
+from scrapy_echo.model.intervals.limits import ScheduleLimits
 from scrapy_echo.model.intervals.plan import Estimates, Plan
 from scrapy_echo.model.intervals.schedule import IntervalSolution
 
@@ -93,18 +94,21 @@ class EchoNewPages(EchoPaper):
             np.zeros(0),
             np.zeros(0),
         )
-        self.full_hubs = FullHubs.empty()
-        self._host_omega: FloatArray | None = None  # the last solve's, per source
+        self.full_hubs = FullHubs.empty()  # the last solve's (planned as full)
 
-    def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
+    def solve_job(self, estimates: Estimates, crawl_rate: float) -> SolveJob:
         if self.overlaps:
             credited = credit_overlaps(estimates.link_rate, self.overlaps)
             estimates = replace(estimates, link_rate=credited)
-        self.full_hubs = FullHubs.empty()  # (its solve sets them)
-        self._host_omega = None
-        plan = super().replan(estimates, crawl_rate)
-        if self._host_omega is not None and self._host_omega.size == len(plan):
-            self.plan = plan = replace(plan, host_omega=self._host_omega)
+        return super().solve_job(estimates, crawl_rate)
+
+    def _install(self, estimates: Estimates, solved: Solved | None) -> Plan:
+        plan = super()._install(estimates, solved)
+        hubs = solved.full_hubs if solved is not None else None
+        self.full_hubs = hubs if hubs is not None else FullHubs.empty()
+        host_omega = solved.solution.source_omega if solved is not None else None
+        if host_omega is not None and host_omega.size == len(plan):
+            self.plan = plan = replace(plan, host_omega=host_omega)
         return plan
 
     def _page_floor(self, plan: Plan, waiting: NDArray[np.intp]) -> float | FloatArray:
@@ -116,15 +120,11 @@ class EchoNewPages(EchoPaper):
             return plan.omega
         return plan.host_omega[waiting]
 
-    def _solve(self, estimates: Estimates, crawl_rate: float) -> IntervalSolution:
-        solution = self._solve_for_hubs(estimates, crawl_rate)
-        self._host_omega = solution.source_omega
-        return solution
-
-    def _solve_for_hubs(self, estimates: Estimates, crawl_rate: float) -> IntervalSolution:
-        limits = self.limits
+    def _solve(
+        self, estimates: Estimates, crawl_rate: float, limits: ScheduleLimits | None
+    ) -> Solved:
         if not self.plans_full_hubs or estimates.shows is None:
-            return super()._solve(estimates, crawl_rate)
+            return super()._solve(estimates, crawl_rate, limits)
         if limits is not None and np.isfinite(limits.capacity).any():
             # A hub on a host of limited capacity stays ECHO's: its solver honours the host.
             host = limits.padded(len(estimates)).host
@@ -133,10 +133,12 @@ class EchoNewPages(EchoPaper):
         # The interval bounds hold for the hubs inside the solve, where what they cost within
         # them is what they leave the rest (a hub not kept is watched as any source is).
         bounds = (0.0, math.inf) if limits is None else (limits.min_interval, limits.max_interval)
-        solution, self.full_hubs = solve_with_full_hubs(
-            estimates, crawl_rate, super()._solve, bounds=bounds
-        )
-        return solution
+
+        def solve(part: Estimates, rate: float) -> IntervalSolution:
+            return self._solve_intervals(part, rate, limits)
+
+        solution, hubs = solve_with_full_hubs(estimates, crawl_rate, solve, bounds=bounds)
+        return Solved(solution, hubs)
 
     # -- signals -----------------------------------------------------------------------
     def trusted_signals(self) -> int:

@@ -10,9 +10,9 @@ import numpy as np
 from scrapy_echo.model.decisions.echo_newpages import EchoNewPages
 from scrapy_echo.model.decisions.exploration import ExplorationShare
 from scrapy_echo.model.decisions.frontier import Frontier
-from scrapy_echo.model.decisions.policies import Decision
+from scrapy_echo.model.decisions.policies import Decision, SolveJob
 from scrapy_echo.model.intervals.curves import FloatArray
-from scrapy_echo.model.intervals.plan import Estimates, Plan
+from scrapy_echo.model.intervals.plan import Estimates
 
 
 class EchoExplore(EchoNewPages):
@@ -25,9 +25,9 @@ class EchoExplore(EchoNewPages):
         super().__init__(seed=seed, repair_solves=repair_solves)
         self.exploration = ExplorationShare()
 
-    def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
+    def solve_job(self, estimates: Estimates, crawl_rate: float) -> SolveJob:
         self.exploration.next_cycle()
-        return super().replan(estimates, crawl_rate)
+        return super().solve_job(estimates, crawl_rate)
 
     def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
         decision = super().choose(now, last_crawl, frontier)

@@ -28,7 +28,8 @@ first crawl is the only way to learn what a source is worth.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -46,6 +47,30 @@ if TYPE_CHECKING:
     from scrapy_echo.model.estimation.change_signals import SignalBook
     from scrapy_echo.model.estimation.cycles import WeekProfile
     from scrapy_echo.model.estimation.overlap import Overlap
+    from scrapy_echo.model.intervals.full_hubs import FullHubs
+
+
+# A re-solve: work for any thread, which returns the plan's install (Policy.solve_job).
+SolveJob = Callable[[], Callable[[], Plan]]
+
+
+@dataclass(frozen=True)
+class Solved:
+    """What a policy's solve found: the intervals, and (echo-newpages) the hubs it planned
+    as full, whose index the plan's choices weigh."""
+
+    solution: IntervalSolution
+    full_hubs: FullHubs | None = None
+
+
+def then(job: SolveJob, after: Callable[[Plan], Plan]) -> SolveJob:
+    """``job``, with ``after`` applied to the plan it installs (on the install's thread)."""
+
+    def work() -> Callable[[], Plan]:
+        install = job()
+        return lambda: after(install())
+
+    return work
 
 
 @dataclass(frozen=True)
@@ -107,14 +132,44 @@ class Policy(ABC):
         self.overlaps: list[Overlap] = []  # likewise: sources listing the same pages
 
     def replan(self, estimates: Estimates, crawl_rate: float) -> Plan:
-        """Make a new plan from fresh estimates and the crawl budget (pages/s)."""
-        if self.uses_solver and len(estimates):
-            sol = self._solve(estimates, crawl_rate)
-            self.plan = Plan(estimates, sol.intervals, sol.omega, sol.kept)
-        else:
+        """Make a new plan from fresh estimates and the crawl budget (pages/s), at once."""
+        return self.solve_job(estimates, crawl_rate)()()
+
+    def solve_job(self, estimates: Estimates, crawl_rate: float) -> SolveJob:
+        """A re-solve in two parts, for a driver that solves off its own thread: the work
+        returned reads only what this call took (the estimates, the budget, the limits) and
+        may run on any thread; what it returns installs the plan, on the policy's own thread
+        (the one that calls :meth:`choose`). Subclasses change the estimates before calling
+        this, and the installed plan with :func:`then`."""
+        limits = self.limits if self.uses_limits else None
+        estimates = estimates.copy()
+        if not (self.uses_solver and len(estimates)):
+            return lambda: lambda: self._install(estimates, None)
+
+        def work() -> Callable[[], Plan]:
+            solved = self._solve(estimates, crawl_rate, limits)
+            return lambda: self._install(estimates, solved)
+
+        return work
+
+    def _install(self, estimates: Estimates, solved: Solved | None) -> Plan:
+        if solved is None:
             n = len(estimates)
             self.plan = Plan(estimates, np.full(n, np.inf), 0.0, np.zeros(n, bool))
+        else:
+            sol = solved.solution
+            self.plan = Plan(estimates, sol.intervals, sol.omega, sol.kept)
         return self.plan
+
+    def _reported(self, estimates: Estimates) -> Callable[[Plan], Plan]:
+        """For :func:`then`, by a policy that solves for estimates of its own making: the
+        installed plan keeps the real ones, for reports."""
+
+        def keep(plan: Plan) -> Plan:
+            self.plan = replace(plan, estimates=estimates)
+            return self.plan
+
+        return keep
 
     def links_found(self, source: int, appeared: list[float], now: float) -> None:  # noqa: B027
         """A crawl of ``source`` at ``now`` found new pages that appeared at ``appeared``
@@ -142,15 +197,23 @@ class Policy(ABC):
         self._quiet = (None, 0, 0.0)
         self._all_crawled = -1
 
-    def _solve(self, estimates: Estimates, crawl_rate: float) -> IntervalSolution:
+    def _solve(
+        self, estimates: Estimates, crawl_rate: float, limits: ScheduleLimits | None
+    ) -> Solved:
+        """The solve of :meth:`solve_job` (on any thread: it reads no mutable state)."""
+        return Solved(self._solve_intervals(estimates, crawl_rate, limits))
+
+    def _solve_intervals(
+        self, estimates: Estimates, crawl_rate: float, limits: ScheduleLimits | None
+    ) -> IntervalSolution:
         def single_budget(
             lam: FloatArray, prof: FloatArray, mu: FloatArray, budget: float
         ) -> IntervalSolution:
             return solve_intervals(lam, prof, mu, budget, repair_solves=self.repair_solves)
 
         args = (estimates.link_rate, estimates.profit, estimates.decay, crawl_rate)
-        if self.uses_limits and self.limits is not None:
-            return solve_with_limits(*args, self.limits, solve=single_budget)
+        if limits is not None:
+            return solve_with_limits(*args, limits, solve=single_budget)
         return single_budget(*args)
 
     @abstractmethod

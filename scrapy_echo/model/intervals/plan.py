@@ -38,6 +38,20 @@ class Estimates:
     def __len__(self) -> int:
         return int(self.link_rate.size)
 
+    def copy(self) -> Estimates:
+        """Its own arrays: for a solve on another thread while the learner's change."""
+
+        def own(a: FloatArray | None) -> FloatArray | None:
+            return None if a is None else np.array(a, dtype=np.float64)
+
+        return Estimates(
+            np.array(self.link_rate, dtype=np.float64),
+            np.array(self.profit, dtype=np.float64),
+            np.array(self.decay, dtype=np.float64),
+            own(self.mean_clicks),
+            own(self.shows),
+        )
+
 
 @dataclass(frozen=True)
 class Plan:
