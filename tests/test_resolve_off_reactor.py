@@ -15,6 +15,7 @@ from twisted.internet.task import deferLater
 from scrapy_echo.core import snapshot as snapshots
 from scrapy_echo.crawler.extension import EchoExtension
 from scrapy_echo.model.decisions import policies
+from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.model.estimation import learning
 from scrapy_echo.model.estimation.learning import SourceLearner
 from tests.test_middlewares import setup
@@ -115,6 +116,26 @@ async def test_a_re_solve_fits_the_clicks_on_a_thread_then_solves(monkeypatch) -
     await until(lambda: runtime.solves > solves + 1)
     assert runtime.solves == solves + 2 and len(threads) == 1
     assert solve_threads and threading.main_thread() not in solve_threads
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_solve_made_for_a_state_given_up_meanwhile_is_dropped() -> None:
+    crawler, runtime, clock = setup(ECHO_SOURCES=["http://news.test/"])
+    clock.now = NOW
+    extension = EchoExtension.from_crawler(crawler)
+    runtime.core.add_sources(["http://news.test/", "http://other.test/"])
+    runtime.core.state.learner = learner_with_clicks(2)
+    runtime.replan()  # (the click fit done: the next round only solves)
+    solves = runtime.solves
+    extension.resolve()  # the solve goes to a thread; its install can only come after this
+    fresh = make_policy(runtime.config.policy)
+    runtime.core.reset(None, fresh)  # as a planner taking over another state does
+    await until(lambda: not extension._resolving)
+    assert runtime.solves == solves  # the solve of the state given up is not installed
+    assert len(fresh.plan) == 0 and crawler.stats.get_value("echo/solver/errors") is None
+    extension.resolve()  # the state in force now is solved as ever
+    await until(lambda: runtime.solves > solves)
+    assert len(runtime.policy.plan) == len(runtime.state.sources)
 
 
 def saved_state(sources: list[str]) -> bytes:
