@@ -138,6 +138,28 @@ async def test_a_solve_made_for_a_state_given_up_meanwhile_is_dropped() -> None:
     assert len(runtime.policy.plan) == len(runtime.state.sources)
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_planner_unsure_of_its_lease_installs_no_solve() -> None:
+    crawler, runtime, clock = setup(ECHO_SOURCES=["http://news.test/"])
+    clock.now = NOW
+    extension = EchoExtension.from_crawler(crawler)
+    runtime.core.add_sources(["http://news.test/"])
+    runtime.replan()
+    solves, plan = runtime.solves, runtime.policy.plan
+    lease = [True]
+    runtime.may_plan = lambda: lease[0]  # as a distributed planner's lease_sure
+    extension.resolve()
+    lease[0] = False  # the lease lapsed while the solve ran on its thread
+    await until(lambda: not extension._resolving)
+    assert runtime.solves == solves and runtime.policy.plan is plan
+    assert crawler.stats.get_value("echo/solver/dropped_unsure_lease") == 1
+    extension.resolve()  # nor is one started while it is not sure
+    assert not extension._resolving and runtime.solves == solves
+    lease[0] = True
+    extension.resolve()
+    await until(lambda: runtime.solves > solves)
+
+
 def saved_state(sources: list[str]) -> bytes:
     _, runtime, clock = setup(ECHO_SOURCES=sources)
     runtime.core.add_sources(sources)

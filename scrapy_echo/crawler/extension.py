@@ -130,6 +130,8 @@ class EchoExtension(EchoComponent):
             return  # distributed mode: the planner re-solves, the others read its schedule
         if self._resolving:
             return  # the last round's click fit or solve is still on its thread
+        if not self.runtime.may_plan():
+            return  # (a planner whose lease is not sure: the next round, once renewed)
         try:
             self.read_click_feeds()
             refit = self.runtime.core.refit_work(self.runtime.clock())
@@ -188,11 +190,17 @@ class EchoExtension(EchoComponent):
 
     def _current(self, made_for: tuple[object, object]) -> bool:
         """Whether what a thread made for the state and policy ``made_for`` is still wanted:
-        not if the crawl ended, or the planner stepped down or took over another state."""
+        not if the crawl ended, or the planner stepped down, took over another state or is
+        no longer sure of its lease (counted: the next round solves again)."""
         if self._closed or not self.runtime.holds_state:
             return False
         state, policy = self._state_now()
-        return state is made_for[0] and policy is made_for[1]
+        if state is not made_for[0] or policy is not made_for[1]:
+            return False
+        if not self.runtime.may_plan():
+            self.inc_stat("echo/solver/dropped_unsure_lease")
+            return False
+        return True
 
     def _thread_failed(self, what: str) -> Callable[[Failure], None]:
         def failed(failure: Failure) -> None:

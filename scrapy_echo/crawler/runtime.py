@@ -82,6 +82,9 @@ class EchoRuntime:
         # the worker that holds the state, and each leased request is acknowledged when done.
         self.transport: Callable[[Event], None] | None = None
         self.holds_state = True  # False on a distributed worker that is not the planner
+        # Whether a plan made now may be installed: a distributed planner's only while its
+        # lease is sure to be held (a solve runs on a thread, and may outlast the lease).
+        self.may_plan: Callable[[], bool] = lambda: True
         self.on_done: Callable[[Request], None] | None = None
         # With JOBDIR, each event applied here goes to the journal too, so that a crash loses
         # about a second of the crawl, not a checkpoint period (scrapy_echo.crawler.journal).

@@ -131,6 +131,12 @@ class Planner:
         return self.term > 0
 
     # -- the lease -------------------------------------------------------------------------
+    def lease_sure(self) -> bool:
+        """Whether this worker surely holds the lease now: renewed less than a lease ago (a
+        solve made on a thread is installed only then, never after a successor's)."""
+        since = self.runtime.clock() - self.renewed_at
+        return self.active and not self.loading and since < self.config.redis_solver_lease
+
     def lease_ms(self) -> int:
         return int(self.config.redis_solver_lease * 1000)
 

@@ -121,6 +121,7 @@ class DistributedScheduler(EchoComponent):
         runtime.transport = self._send_event
         runtime.on_done = self._done
         runtime.holds_state = False
+        runtime.may_plan = self.planner.lease_sure
 
     # -- BaseScheduler ---------------------------------------------------------------------
     @property
