@@ -133,7 +133,8 @@ class Planner:
     # -- the lease -------------------------------------------------------------------------
     def lease_sure(self) -> bool:
         """Whether this worker surely holds the lease now: renewed less than a lease ago (a
-        solve made on a thread is installed only then, never after a successor's)."""
+        solve is started, and installed from its thread, only then: a successor cannot have
+        taken the lease meanwhile)."""
         since = self.runtime.clock() - self.renewed_at
         return self.active and not self.loading and since < self.config.redis_solver_lease
 
