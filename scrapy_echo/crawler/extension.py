@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy import signals
 from twisted.internet.task import LoopingCall
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class EchoExtension(EchoComponent):
@@ -143,47 +145,48 @@ class EchoExtension(EchoComponent):
             return
         # The click fit takes seconds at 100 k sources: on the reactor's thread pool, then
         # the re-solve (docs/monitor.rst).
-        from twisted.internet.threads import deferToThread  # (no reactor at import time)
-
-        made_for = self._state_now()
 
         def fitted(install: Callable[[], None]) -> None:
-            self._resolving = False
-            if self._current(made_for):
-                install()
-                self._replan()
+            install()
+            self._replan()
 
-        self._resolving = True
-        deferToThread(refit).addCallbacks(fitted, self._thread_failed("click fit"))
+        self._on_thread(refit, "click fit", fitted)
 
     def _replan(self) -> None:
         """The estimates here; the solve on the thread pool (a limited solve of a few
         sources takes a tenth of a second, one of 100 k seconds: docs/monitor.rst), while the
         reactor keeps the downloads going on the last plan; its install back here."""
-        runtime = self.runtime
         try:
-            work = runtime.replan_job()
+            work = self.runtime.replan_job()
         except Exception:
             self._resolve_failed()
             return
-        from twisted.internet.threads import deferToThread  # (no reactor at import time)
-
-        made_for = self._state_now()
 
         def solved(install: Callable[[], object]) -> None:
-            self._resolving = False
-            if not self._current(made_for):
-                return
             try:
                 install()
             except Exception:
                 self._resolve_failed()
                 return
             self._set_stats()
-            self._read_on_soon("click", runtime.feeds, self._read_clicks_on)
+            self._read_on_soon("click", self.runtime.feeds, self._read_clicks_on)
+
+        self._on_thread(work, "re-solve", solved)
+
+    def _on_thread(self, work: Callable[[], T], what: str, then: Callable[[T], None]) -> None:
+        """``work`` on the thread pool (the next rounds wait for it), then ``then`` with its
+        result back on the reactor, if still wanted (:meth:`_current`)."""
+        from twisted.internet.threads import deferToThread  # (no reactor at import time)
+
+        made_for = self._state_now()
+
+        def done(result: T) -> None:
+            self._resolving = False
+            if self._current(made_for):
+                then(result)
 
         self._resolving = True
-        deferToThread(work).addCallbacks(solved, self._thread_failed("re-solve"))
+        deferToThread(work).addCallbacks(done, self._thread_failed(what))
 
     def _state_now(self) -> tuple[object, object]:
         return self.runtime.core.state, self.runtime.core.policy
