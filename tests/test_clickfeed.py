@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from scrapy_echo.inputs.clickfeed import ClickFeedReader, ClickRow, InvalidClickRow, parse_click
 
-LOGGER = "scrapy_echo.inputs.clickfeed"
+LOGGER = "scrapy_echo.inputs.feed_reader"
 
 
 def line(url: str = "http://example.com/a", ts: object = 60, clicks: object = 2) -> str:

@@ -13,7 +13,8 @@ from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
 from scrapy_echo.crawler.extension import EchoExtension
-from scrapy_echo.inputs.clickfeed import BATCH_LINES, ClickFeedReader
+from scrapy_echo.inputs.clickfeed import ClickFeedReader
+from scrapy_echo.inputs.feed_reader import BATCH_LINES
 from scrapy_echo.inputs.signalfeed import SignalFeedReader
 from tests.test_clickfeed import append, chunks, line, rows_strategy
 from tests.test_clickfeed_takeover import clicks_in, feed_sum, rows

@@ -119,7 +119,7 @@ def test_a_feed_missing_at_take_over_is_counted_reported_once_and_read_when_it_a
     copy = tmp_path / "host-b" / "clicks.jsonl"  # not there yet (a mount, a sync still to come)
     crawler, second, second_feeds = planner_on(copy)
     take_over(first, second)
-    with caplog.at_level(logging.WARNING, logger="scrapy_echo.inputs.clickfeed"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_echo.inputs.feed_reader"):
         for _ in range(3):
             assert second_feeds.read_click_feeds() == 0
     assert crawler.stats.get_value("echo/clickfeed/missing") == 3

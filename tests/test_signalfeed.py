@@ -10,7 +10,7 @@ import pytest
 
 import scrapy_echo
 from scrapy_echo.core.events import SignalsArrived
-from scrapy_echo.inputs.clickfeed import InvalidClickRow
+from scrapy_echo.inputs.feed_reader import InvalidClickRow
 from scrapy_echo.inputs.signalfeed import SignalFeedReader, SignalRow, parse_signal
 from tests.test_middlewares import setup
 

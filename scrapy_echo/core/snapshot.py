@@ -49,7 +49,7 @@ profile         :meth:`WeekProfile.to_data
 history         one sample per re-solve, for reports
 plain           the plain lane's requests, after those in flight when saved (JOBDIR only)
 feeds           click and signal feed readers' positions, by path: each names its file by its
-                bytes (:meth:`FeedReader.state <scrapy_echo.inputs.clickfeed.FeedReader.state>`)
+                bytes (:meth:`FeedReader.state <scrapy_echo.inputs.feed_reader.FeedReader.state>`)
 journal         the first segment of the journal written after this snapshot: the ones before
                 are in it, the later ones are replayed on top of it (JOBDIR only, see
                 :mod:`scrapy_echo.crawler.journal`; none: 0)

@@ -6,7 +6,7 @@ Each round reads what the click feed files gained since the last round (``ECHO_C
 tailed across rotations), hands the rows to the learner (which attributes each click to its
 page's source and age, and refits ``P, μ`` at most every ``ECHO_CLICK_PUSH_PERIOD``), refreshes
 ``λ``, re-solves the intervals, logs one summary line and sets the ``echo/`` stats. A feed is
-read a batch at a time (:class:`~scrapy_echo.inputs.clickfeed.FeedReader`): a backlog larger
+read a batch at a time (:class:`~scrapy_echo.inputs.feed_reader.FeedReader`): a backlog larger
 than a batch is read on in the next reactor turns, a batch a turn, so the reactor serves the
 crawl (and a planner renews its lease) in between.
 
@@ -26,7 +26,8 @@ from scrapy import signals
 from twisted.internet.task import LoopingCall
 
 from scrapy_echo.crawler.runtime import EchoComponent, EchoRuntime
-from scrapy_echo.inputs.clickfeed import ClickFeedReader, FeedReader
+from scrapy_echo.inputs.clickfeed import ClickFeedReader
+from scrapy_echo.inputs.feed_reader import FeedReader
 from scrapy_echo.inputs.signalfeed import SignalFeedReader
 
 if TYPE_CHECKING:
@@ -221,7 +222,7 @@ class EchoExtension(EchoComponent):
 
     def read_click_feeds(self) -> int:
         """Fold in the next batch of complete rows of each feed (at most ``batch_lines``:
-        :class:`~scrapy_echo.inputs.clickfeed.FeedReader`); returns how many were good."""
+        :class:`~scrapy_echo.inputs.feed_reader.FeedReader`); returns how many were good."""
         taken = 0
         if not self.runtime.holds_state:
             return taken  # distributed mode: only the planner reads the feed files

@@ -47,7 +47,8 @@ if TYPE_CHECKING:
     from scrapy_echo.core.seen import Remembered
     from scrapy_echo.core.view import CrawlView
     from scrapy_echo.crawler.politeness import Politeness
-    from scrapy_echo.inputs.clickfeed import ClickFeedReader, ClickRow, FeedReader
+    from scrapy_echo.inputs.clickfeed import ClickFeedReader, ClickRow
+    from scrapy_echo.inputs.feed_reader import FeedReader
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from scrapy_echo.inputs.clickfeed import FeedReader, InvalidClickRow, check_url
+from scrapy_echo.inputs.clickfeed import check_url
+from scrapy_echo.inputs.feed_reader import FeedReader, InvalidClickRow
 
 _TEMPORAL = frozenset({"temporal", "1", "true", "yes"})
 _UNTEMPORAL = frozenset({"untemporal", "0", "false", "no"})

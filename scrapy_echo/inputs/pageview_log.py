@@ -40,14 +40,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scrapy_echo.core.identity import site_of
-from scrapy_echo.inputs.clickfeed import (
-    LATEST_SECONDS,
-    FeedReader,
-    InvalidClickRow,
-    check_timestamp,
-    check_url,
-    parse_click,
-)
+from scrapy_echo.inputs.clickfeed import LATEST_SECONDS, check_timestamp, check_url, parse_click
+from scrapy_echo.inputs.feed_reader import FeedReader, InvalidClickRow
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]

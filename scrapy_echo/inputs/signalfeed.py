@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy_echo.core.events import Event, SignalsArrived
-from scrapy_echo.inputs.clickfeed import FeedReader, InvalidClickRow, check_timestamp, check_url
+from scrapy_echo.inputs.clickfeed import check_timestamp, check_url
+from scrapy_echo.inputs.feed_reader import FeedReader, InvalidClickRow
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -43,7 +44,7 @@ class SignalRow:
 
 
 def parse_signal(url: object, ts: object) -> SignalRow:
-    """Check one row's values; raises :class:`~scrapy_echo.inputs.clickfeed.InvalidClickRow`."""
+    """Check one row's values; raises :class:`~scrapy_echo.inputs.feed_reader.InvalidClickRow`."""
     if url is None or ts is None:
         missing = [n for n, v in zip(_COLUMNS, (url, ts), strict=True) if v is None]
         raise InvalidClickRow("missing_field", f"missing {', '.join(missing)}")
@@ -126,7 +127,7 @@ class SignalIntake:
 
     def read_files(self) -> int:
         """The next batch of what each signal feed file gained since the last read (at most
-        ``batch_lines``: :class:`~scrapy_echo.inputs.clickfeed.FeedReader`); returns the
+        ``batch_lines``: :class:`~scrapy_echo.inputs.feed_reader.FeedReader`); returns the
         rows taken."""
         taken = 0
         stats = self.runtime.crawler.stats
