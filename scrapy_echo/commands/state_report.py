@@ -116,6 +116,7 @@ class Report:
             ),
             "profit_estimator_batches": profits.crawls,
             "profit_estimator_leading": profits.names[profits.chosen],
+            "click_dispersion": float(getattr(learner, "dispersion", 1.0)),
         }
 
     @cached_property
@@ -181,6 +182,11 @@ class Report:
                 f"\nP estimators, log-likelihood of the clicks that followed over "
                 f"{s['profit_estimator_batches']} sources' batches: {scores} "
                 f"({s['profit_estimator_leading']} leads)"
+            )
+        if s["click_dispersion"] > 1:
+            text += (
+                f"\npages' clicks vary {s['click_dispersion']:.3g} times as much as Poisson "
+                "counts: the learned prior of P counts a source's pages as that many times fewer"
             )
         return text
 

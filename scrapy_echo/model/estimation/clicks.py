@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from scrapy_echo.model.estimation.dispersion import page_dispersion
 from scrapy_echo.model.intervals.curves import FloatArray
 
 IntArray = NDArray[np.intp]
@@ -62,6 +63,8 @@ class ClickTable:
     # feed has clicks from before crawls). Then the fit uses it: its late bins pool all of a
     # page's clicks so far, which pins P down better than the thin late increments do.
     cumulative: FloatArray | None = None
+    # How much more the folded pages' clicks vary than Poisson counts (model.dispersion).
+    dispersion: float = 1.0
 
 
 class ClickHistogram:
@@ -111,6 +114,11 @@ class ClickHistogram:
         self._mature_pages = np.zeros((0, self.bins), dtype=np.int64)
         self._mature_clicks_after = np.zeros((0, self.bins))
         self._mature_pages_after = np.zeros((0, self.bins), dtype=np.int64)
+        # Folded pages' clicks per source: how many pages, their sum and the sum of their
+        # squares, for the dispersion; over all pages, and over those seen from age 0 (crawled
+        # within their first bin), as the two kinds of sums above.
+        self._totals = np.zeros((0, 3))
+        self._totals_after = np.zeros((0, 3))
         self._sources = 0  # rows of the sums in use (they have room for more)
         self.sees_before_crawl = False  # the feed has shown a click from before a crawl
         # Clicks stamped at or after their page's crawl: the profit the crawl caught (the
@@ -200,9 +208,12 @@ class ClickHistogram:
         n = self._sources
         if whole:
             clicks, pages = self._mature_clicks[:n].copy(), self._mature_pages[:n].copy()
+            totals = self._totals[:n]
         else:
             clicks = self._mature_clicks_after[:n].copy()
             pages = self._mature_pages_after[:n].copy()
+            totals = self._totals_after[:n]
+        dispersion = page_dispersion(totals[:, 0], totals[:, 1], totals[:, 2])
         live = np.flatnonzero(self._row_live)
         rows = _LiveRows(
             self._row_source[live],
@@ -211,7 +222,9 @@ class ClickHistogram:
             self._row_clicks[live],
         )
         bins, width = self.bins, self.bin_width
-        return lambda: _summed(now, whole, clicks, pages, rows, bins, width)
+        return lambda: replace(
+            _summed(now, whole, clicks, pages, rows, bins, width), dispersion=dispersion
+        )
 
     # -- persistence ----------------------------------------------------------------------
     def to_data(self) -> dict[str, Any]:
@@ -232,6 +245,8 @@ class ClickHistogram:
             "mature_pages": self._mature_pages[: self._sources],
             "mature_clicks_after": self._mature_clicks_after[: self._sources],
             "mature_pages_after": self._mature_pages_after[: self._sources],
+            "totals": self._totals[: self._sources],
+            "totals_after": self._totals_after[: self._sources],
             "sees_before_crawl": self.sees_before_crawl,
             "caught": self.caught,
         }
@@ -260,6 +275,10 @@ class ClickHistogram:
             ("mature_pages_after", np.int64),
         ):
             setattr(out, "_" + name, _array(data[name], dtype, n_src, out.bins))
+        for name in ("totals", "totals_after"):  # (none in a state saved before they were kept)
+            setattr(
+                out, "_" + name, _array(data.get(name, np.zeros((n_src, 3))), np.float64, n_src, 3)
+            )
         out._sources = n_src
         out._free = [int(row) for row in data["free"]]
         for page, row in data["rows"]:
@@ -327,6 +346,8 @@ class ClickHistogram:
             self._mature_pages = np.concatenate([self._mature_pages, counts])
             self._mature_clicks_after = np.concatenate([self._mature_clicks_after, zeros])
             self._mature_pages_after = np.concatenate([self._mature_pages_after, counts])
+            self._totals = np.concatenate([self._totals, np.zeros((extra, 3))])
+            self._totals_after = np.concatenate([self._totals_after, np.zeros((extra, 3))])
         self._sources = sources
 
     def _fold(self, now: float) -> None:
@@ -341,6 +362,12 @@ class ClickHistogram:
         np.add.at(self._mature_pages, src, 1)
         np.add.at(self._mature_clicks_after, src, np.where(after, row_clicks, 0.0))
         np.add.at(self._mature_pages_after, src, after.astype(np.int64))
+        total = row_clicks.sum(axis=1)
+        with np.errstate(over="ignore"):  # (an absurd count: that source's φ is not measured)
+            moments = np.stack([np.ones_like(total), total, total**2], axis=1)
+        np.add.at(self._totals, src, moments)
+        seen = self._row_first[old] == 0
+        np.add.at(self._totals_after, src[seen], moments[seen])
         self._row_live[old] = False
         for row in old.tolist():
             del self._rows[self._row_page.pop(row)]

@@ -92,6 +92,9 @@ class SourceLearner:
         self._fitted_at = -math.inf
         self._mean_clicks: NDArray[np.float64] = np.zeros(0)
         self._mean_known: NDArray[np.bool_] | None = None
+        # How much more the pages' clicks vary than Poisson counts, as of the last fit: the
+        # learned prior of P counts each source's pages divided by it (model.dispersion).
+        self.dispersion = 1.0
         self.refit_every = float(refit_every)
         # The candidate λ scored on the crawls to come, the candidate P on the clicks to come
         # (docs/how-it-works.rst, "Estimators that earn their place"); Pham et al.'s regression
@@ -242,7 +245,7 @@ class SourceLearner:
 
         found = candidate_estimates(
             links, span, fit, self.cold, long_run, horizon=horizon, lent=lent,
-            learned=learned_priors,
+            learned=learned_priors, dispersion=self.dispersion,
         )  # fmt: skip
         yields = self._yield_rates(now) if learned_priors else None
         rates = {**found.rates, "yield": _filled(yields, found.rates["learned"])}
@@ -290,6 +293,7 @@ class SourceLearner:
         self._fit, self._mean_clicks, self._mean_known = (
             refit.fit, refit.mean_clicks, refit.mean_known,
         )  # fmt: skip
+        self.dispersion = refit.table.dispersion
         if refit.batches == self._click_batches:
             self._clicks_changed = False
         self._fitted_at = refit.at
@@ -326,7 +330,7 @@ class SourceLearner:
             "dropped_clicks": self.dropped_clicks,
             "received": self.received,
             "refit_every": self.refit_every,
-            "fit": _fit_data(self._fit, self._mean_clicks, self._mean_known),
+            "fit": _fit_data(self._fit, self._mean_clicks, self._mean_known, self.dispersion),
             "fitted_at": self._fitted_at,
             "clicks_changed": self._clicks_changed,
             "predictive": self.predictive.to_data(),
@@ -361,6 +365,7 @@ class SourceLearner:
         out.received = float(data["received"])
         if data["fit"] is not None:
             out._fit, out._mean_clicks, out._mean_known = _fit_from(data["fit"])
+            out.dispersion = _dispersion_from(data["fit"])
         out._fitted_at = float(data["fitted_at"])
         out._clicks_changed = bool(data["clicks_changed"])
         # (A snapshot from before a candidate was added starts its scores afresh.)
@@ -412,7 +417,10 @@ class SourceLearner:
 
 
 def _fit_data(
-    fit: DecayFit | None, mean_clicks: FloatArray, mean_known: NDArray[np.bool_] | None
+    fit: DecayFit | None,
+    mean_clicks: FloatArray,
+    mean_known: NDArray[np.bool_] | None,
+    dispersion: float,
 ) -> dict[str, Any] | None:
     """The last click fit as plain data (arrays copied: a later fit replaces, never changes,
     them; copied anyway, as every part of a capture is)."""
@@ -420,7 +428,20 @@ def _fit_data(
         return None
     arrays = {name: getattr(fit, name).copy() for name in _FIT_FIELDS}
     known = None if mean_known is None else mean_known.copy()
-    return {**arrays, "mean_clicks": mean_clicks.copy(), "mean_known": known}
+    return {
+        **arrays, "mean_clicks": mean_clicks.copy(), "mean_known": known, "dispersion": dispersion,
+    }  # fmt: skip
+
+
+def _dispersion_from(data: dict[str, Any]) -> float:
+    """The saved fit's dispersion (1 in a state saved before it was measured); ``ValueError``
+    if it is not a number >= 1."""
+    value = data.get("dispersion", 1.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 1:
+        raise ValueError(f"click dispersion {value!r} is not a number >= 1")
+    if not math.isfinite(value):
+        raise ValueError(f"click dispersion {value!r} is not finite")
+    return float(value)
 
 
 def _fit_from(

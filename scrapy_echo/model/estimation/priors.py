@@ -122,6 +122,7 @@ def candidate_estimates(
     *,
     lent: tuple[FloatArray, FloatArray] | None = None,
     learned: bool = True,
+    dispersion: float = 1.0,
 ) -> Candidates:
     """Each source's evidence, smoothed toward priors, by every candidate (without
     ``learned``, the learned candidates are left as the plain ones: fitting their priors is
@@ -139,7 +140,9 @@ def candidate_estimates(
     of a source with pages are instead its posterior under the distribution of ``P`` learned
     from all sources (:func:`~scrapy_echo.model.estimation.learned_prior.posterior_moments`).
     ``lent`` are pseudo-links and pseudo-seconds the long-run rate also counts (its site's:
-    :func:`~scrapy_echo.model.estimation.site_prior.site_pseudo_links`).
+    :func:`~scrapy_echo.model.estimation.site_prior.site_pseudo_links`). ``dispersion`` is how
+    much more pages' clicks vary than Poisson counts: the learned ``P`` counts each source's
+    pages divided by it (:mod:`~scrapy_echo.model.estimation.dispersion`).
     """
     links = np.asarray(links, dtype=np.float64)
     span = np.asarray(span, dtype=np.float64)
@@ -196,7 +199,8 @@ def candidate_estimates(
     else:
         plain = np.where(fitted, fit_profit, p_prior)
     profits = {"learned": plain, "plain": plain, "optimistic": plain}
-    moments = posterior_moments(n, fit_profit) if learned else None
+    # Pages that vary more than Poisson counts tell P as fewer Poisson pages would.
+    moments = posterior_moments(n / dispersion, fit_profit) if learned else None
     if moments is not None:  # (a source without pages keeps the pessimistic prior)
         mean, spread = moments
         profits["optimistic"] = np.where(n > 0, mean + OPTIMISM * spread, p_prior)
