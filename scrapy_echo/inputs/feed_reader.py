@@ -1,5 +1,5 @@
-"""Feed files: files another program appends rows to, read as they grow (the click feed's
-reader, :mod:`scrapy_echo.inputs.clickfeed`, and the signal and label feeds' build on it).
+"""Feed files: files another program appends rows to, read as they grow (the readers of the
+click, signal and label feeds build on :class:`FeedReader`: :mod:`scrapy_echo.inputs.clickfeed`).
 
 Two formats: JSON Lines (``.jsonl``, ``.ndjson``, ``.json``), an object a line; CSV (``.csv``),
 a header naming the columns (any order, other columns ignored), then a row a line.
