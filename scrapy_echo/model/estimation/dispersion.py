@@ -32,7 +32,8 @@ def page_dispersion(pages: FloatArray, total: FloatArray, squares: FloatArray) -
     """``φ`` from each source's folded ``pages``, the sum of their clicks and the sum of
     their squares: the median over sources with :data:`MIN_PAGES` pages or more and some
     clicks of the sample variance over the mean, at least 1 (a source's pages are never taken
-    as more alike than Poisson counts); 1 with fewer than :data:`MIN_SOURCES` such sources.
+    as more alike than Poisson counts); 1 with fewer than :data:`MIN_SOURCES` such sources
+    (a source whose clicks overflow the sums is not one).
 
     >>> pages = np.full(30, 10.0)
     >>> # every source's pages: half with 1 click, half with 9 (mean 5, variance 17.8)
@@ -44,14 +45,14 @@ def page_dispersion(pages: FloatArray, total: FloatArray, squares: FloatArray) -
     pages = np.asarray(pages, dtype=np.float64)
     total = np.asarray(total, dtype=np.float64)
     squares = np.asarray(squares, dtype=np.float64)
-    counted = (pages >= MIN_PAGES) & (total > 0) & np.isfinite(total) & np.isfinite(squares)
-    if int(counted.sum()) < MIN_SOURCES:
-        return 1.0
+    counted = (pages >= MIN_PAGES) & (total > 0)
     n, s, q = pages[counted], total[counted], squares[counted]
-    with np.errstate(over="ignore", invalid="ignore"):  # (absurd counts: an inf ratio)
+    with np.errstate(over="ignore", invalid="ignore"):
         mean = s / n
-        variance = np.maximum(q - s * mean, 0.0) / (n - 1.0)
-        ratio = np.nan_to_num(variance / mean, nan=np.inf)
+        ratio = np.maximum(q - s * mean, 0.0) / (n - 1.0) / mean
+    ratio = ratio[np.isfinite(ratio)]  # (absurd counts overflow: those sources go unmeasured)
+    if ratio.size < MIN_SOURCES:
+        return 1.0
     return max(float(np.median(ratio)), 1.0)
 
 
