@@ -116,7 +116,7 @@ class Report:
             ),
             "profit_estimator_batches": profits.crawls,
             "profit_estimator_leading": profits.names[profits.chosen],
-            "click_dispersion": float(getattr(learner, "dispersion", 1.0)),
+            "click_dispersion": learner.dispersion,
         }
 
     @cached_property
