@@ -6,27 +6,31 @@ import argparse
 import json
 import math
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from scrapy_echo.model.decisions import ablation
-from scrapy_echo.model.decisions.registry import POLICIES, make_policy
-from scrapy_echo.sim import frontpages, reddit
+from scrapy_echo.model.decisions.registry import POLICIES
+from scrapy_echo.sim import ablate, frontpages, reddit
 from scrapy_echo.sim.ceiling import Ceiling, ceiling, hindsight_estimates
-from scrapy_echo.sim.cli_output import Progress, write_plots
-from scrapy_echo.sim.engine import Replay, SimSettings, simulate
-from scrapy_echo.sim.freshness import freshness
+from scrapy_echo.sim.cli_output import write_plots
 from scrapy_echo.sim.options import add_replay_options
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.rate_errors import rate_errors
+from scrapy_echo.sim.replay_args import (
+    half_life_of,
+    parse_rates,
+    replay_policy,
+    replay_scored,
+    trace_of,
+)
 from scrapy_echo.sim.results import Score, score, upper_bound
 from scrapy_echo.sim.search import needed_rate
 from scrapy_echo.sim.synth import SynthParams, synthesize
-from scrapy_echo.sim.tables import ablation_table, coverage_table, profit_table
-from scrapy_echo.sim.trace import Trace, load_trace, write_trace
+from scrapy_echo.sim.tables import coverage_table, profit_table
+from scrapy_echo.sim.trace import write_trace
 from scrapy_echo.sim.week_ceiling import trace_week, week_fractions
 
 POLICY_ORDER = [
@@ -67,16 +71,16 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    trace = _trace(args)
+    trace = trace_of(args)
     policies = _policies(args.policies)
-    rates = _rates(args.rates)
+    rates = parse_rates(args.rates)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    bound, _ = upper_bound(trace, half_life=_half_life(args))
+    bound, _ = upper_bound(trace, half_life=half_life_of(args))
     scores: list[Score] = []
     for rate in rates:
         for name in policies:
-            scores.append(_run_one(trace, name, rate, args, bound))
+            scores.append(replay_scored(trace, name, rate, args, bound))
     unit = "fresh pages/s (no clicks)" if args.no_clicks else "clicks/s"
     print(profit_table(scores, policies, rates, bound, unit))
     print(coverage_table(scores, policies, rates))
@@ -88,57 +92,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_ablate(args: argparse.Namespace) -> int:
-    """The default with each addition past the paper switched off alone, and all of them,
-    each replayed ``--repeats`` times with the re-solve period spread over ±20%: one replay
-    moves by a point with any change of plan at a low budget, so a difference counts only
-    against that spread."""
-    trace = _trace(args)
-    rates = _rates(args.rates)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    variants = [
-        "echo-newpages",
-        "echo-paper",
-        *(ablation.PREFIX + flag for flag in ablation.ADDITIONS),
-        ablation.PREFIX + "all",
-    ]
-    bound, _ = upper_bound(trace, half_life=_half_life(args))
-    periods = _spread(args.resolve_interval, args.repeats)
-    scores: list[Score] = []
-    for period in periods:
-        replayed = argparse.Namespace(**{**vars(args), "resolve_interval": period})
-        for rate in rates:
-            scores += [_run_one(trace, name, rate, replayed, bound) for name in variants]
-    print(ablation_table(scores, variants, rates))
-    (out / "ablation.json").write_text(
-        json.dumps([{**s.as_dict(), "resolve_interval": periods[i // (len(scores) // len(periods))]}
-                    for i, s in enumerate(scores)], indent=2) + "\n",
-        encoding="utf-8",
-    )  # fmt: skip
-    print(f"\nwrote {out / 'ablation.json'}")
-    return 0
-
-
-def _spread(period: float, repeats: int) -> list[float]:
-    """``repeats`` re-solve periods spread evenly over ``period`` ± 20%."""
-    if repeats < 1:
-        raise ValueError(f"--repeats must be at least 1, got {repeats}")
-    if repeats == 1:
-        return [period]
-    return [period * (0.8 + 0.4 * i / (repeats - 1)) for i in range(repeats)]
-
-
 def cmd_needed_rate(args: argparse.Namespace) -> int:
-    trace = _trace(args)
+    trace = trace_of(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    bound, _ = upper_bound(trace, half_life=_half_life(args))
+    bound, _ = upper_bound(trace, half_life=half_life_of(args))
     found = []
     for name in _policies(args.policies):
 
         def fraction(rate: float, name: str = name) -> float:
-            return _run_one(trace, name, rate, args, bound).fraction_of_upper_bound
+            return replay_scored(trace, name, rate, args, bound).fraction_of_upper_bound
 
         rate = needed_rate(fraction, args.target, low=args.min_rate, high=args.max_rate)
         found.append({"policy": name, "rate": rate, "target": args.target})
@@ -152,8 +115,8 @@ def cmd_needed_rate(args: argparse.Namespace) -> int:
 
 
 def cmd_ceiling(args: argparse.Namespace) -> int:
-    trace = _trace(args)
-    rates = _rates(args.rates)
+    trace = trace_of(args)
+    rates = parse_rates(args.rates)
     est = hindsight_estimates(trace)
     found = ceiling(est, rates=rates, target=args.target)
     sources = int((est.link_rate > 0).sum())
@@ -201,61 +164,14 @@ def _print_ceiling(found: Ceiling, how: str) -> None:
 
 # -- pieces -----------------------------------------------------------------------------
 def cmd_rates(args: argparse.Namespace) -> int:
-    trace = _trace(args)
-    replay = _replay(trace, args.policies, args.rate, args)
+    trace = trace_of(args)
+    replay = replay_policy(trace, args.policies, args.rate, args)
     assert replay.core is not None
-    bound, _ = upper_bound(trace, half_life=_half_life(args))
-    caught = score(trace, replay, bound=bound, window=args.window, half_life=_half_life(args))
+    bound, _ = upper_bound(trace, half_life=half_life_of(args))
+    caught = score(trace, replay, bound=bound, window=args.window, half_life=half_life_of(args))
     print(f"{args.policies} @ {args.rate:g}/s: {caught.fraction_of_upper_bound:.3%} of the bound")
     print(rate_errors(trace, replay.core, replay.crawls_per_source).text())
     return 0
-
-
-def _run_one(trace: Trace, name: str, rate: float, args: argparse.Namespace, bound: float) -> Score:
-    replay = _replay(trace, name, rate, args)
-    if trace.update_ts.size:
-        print(f"{name} @ {rate:g}/s: {freshness(trace, replay).text()}")
-    return score(trace, replay, bound=bound, window=args.window, half_life=_half_life(args))
-
-
-def _replay(trace: Trace, name: str, rate: float, args: argparse.Namespace) -> Replay:
-    settings = SimSettings(
-        crawl_rate=rate,
-        resolve_interval=args.resolve_interval,
-        click_push_period=args.click_push_period,
-        history_size=args.history_size,
-        click_bin=args.click_bin,
-        click_bins=args.click_bins,
-        default_profit=args.default_profit,
-        default_half_life=args.half_life,
-        clicks_before_crawl=not args.search_log,
-        clicks=not args.no_clicks,
-        signals=not args.no_signals,
-        refresh_share=args.refresh_share,
-        refresh_stale_cost=args.refresh_stale_cost,
-        backlog=args.backlog,
-    )
-    started = time.monotonic()
-    bar = Progress(f"{name} @ {rate:g}/s")
-    policy = (
-        GreedyOracle(seed=args.seed)
-        if name == GreedyOracle.name
-        else make_policy(name, seed=args.seed)
-    )
-    replay = simulate(trace, policy, settings, progress=bar)
-    bar.done(time.monotonic() - started)
-    return replay
-
-
-def _half_life(args: argparse.Namespace) -> float | None:
-    """The no-click metric's half-life, or ``None`` for the paper's click metric."""
-    return float(args.half_life) if args.no_clicks else None
-
-
-def _trace(args: argparse.Namespace) -> Trace:
-    if args.trace == "synthetic":
-        return synthesize(SynthParams(seed=args.seed))
-    return load_trace(args.trace)
 
 
 def _synth_param(spec: str) -> tuple[str, Any]:
@@ -296,16 +212,6 @@ def _policies(spec: str) -> list[str]:
     if unknown or not names:
         raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICY_ORDER)}")
     return names
-
-
-def _rates(spec: str) -> list[float]:
-    try:
-        rates = [float(r) for r in spec.split(",") if r.strip()]
-    except ValueError:
-        raise ValueError(f"--rates must be numbers separated by commas, got {spec!r}") from None
-    if not rates or any(not (math.isfinite(r) and r > 0) for r in rates):
-        raise ValueError(f"--rates must be positive numbers, got {spec!r}")
-    return rates
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -369,16 +275,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also with every source's rate following the trace's week, hour by hour",
     )
     bound.set_defaults(command=cmd_ceiling)
-    ablate = sub.add_parser(
-        "ablate", help="the default with each addition past the paper switched off alone"
-    )
-    add_replay_options(ablate)
-    ablate.add_argument("--rates", default="0.05,0.1,0.2", help="crawls/s, comma separated")
-    ablate.add_argument(
-        "--repeats", type=int, default=5, help="replays per variant and rate, re-solve periods "
-        "spread over ±20%% (5)",
-    )  # fmt: skip
-    ablate.set_defaults(command=cmd_ablate)
+    ablate.add_parser(sub)
     frontpages.add_parser(sub)
     reddit.add_parser(sub)
     return parser
