@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_echo.commands.state_report import Report
 from scrapy_echo.model.estimation.clicks import ClickHistogram
 from scrapy_echo.model.estimation.dispersion import MIN_PAGES, MIN_SOURCES, page_dispersion
 from scrapy_echo.model.estimation.estimators import DecayFit
 from scrapy_echo.model.estimation.learning import SourceLearner
 from scrapy_echo.model.estimation.priors import ColdStart, candidate_estimates
+from scrapy_echo.model.estimation.scoreboard import estimator_text
 
 
 def moments(per_source: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -126,6 +126,6 @@ def test_the_learner_takes_the_fits_dispersion_and_keeps_it_in_its_state() -> No
 
 def test_the_report_says_how_much_pages_vary_once_measured() -> None:
     scores = {"estimator_crawls": 0, "profit_estimator_batches": 0}
-    assert "vary" not in Report._estimator_text({**scores, "click_dispersion": 1.0})
-    text = Report._estimator_text({**scores, "click_dispersion": 22.8})
+    assert "vary" not in estimator_text({**scores, "click_dispersion": 1.0})
+    text = estimator_text({**scores, "click_dispersion": 22.8})
     assert "pages' clicks vary 22.8 times as much as Poisson counts" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -115,13 +116,17 @@ def test_cli_synth_and_run(tmp_path: Path) -> None:
         [
             *python,
             *("run", "--trace", str(trace_dir), "--policies", "echo-newpages,bfs"),
-            *("--rates", "0.005,0.01", "--out", str(out), "--window", "21600"),
+            *("--rates", "0.005,0.01", "--out", str(out), "--window", "21600", "--estimators"),
         ],
         check=True,
         capture_output=True,
         text=True,
     )
     assert "| echo-newpages |" in run.stdout and "| bfs |" in run.stdout
+    # --estimators: the default scores its candidates on its crawls; BFS plans with none
+    scored = run.stdout.split("echo-newpages @ 0.01/s, its candidate estimators at the end:")[1]
+    assert re.match(r"\nλ estimators, log-likelihood .* over [1-9]\d* crawls: learned -", scored)
+    assert "bfs @ 0.01/s, its candidate estimators at the end: none scored" in run.stdout
     results = json.loads((out / "results.json").read_text())
     assert {(r["policy"], r["rate"]) for r in results} == {
         (p, r) for p in ("echo-newpages", "bfs") for r in (0.005, 0.01)

@@ -34,6 +34,7 @@ import numpy as np
 from scrapy_echo.core.hosts import SourceHosts
 from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.model.estimation.overlap import Overlap, OverlapBook
+from scrapy_echo.model.estimation.scoreboard import estimator_scores, estimator_text
 from scrapy_echo.model.intervals.plan import Estimates, Plan
 
 PLOTS = ("intervals", "new_links", "estimates", "profit", "budget")
@@ -97,26 +98,7 @@ class Report:
             "overflowed_crawls": int(sum(self.overflows)),
             "rates_at_risk": int((self.floor_share > 0).sum()),
             "site_share": self.site_share,
-            **self.estimator_scores(),
-        }
-
-    def estimator_scores(self) -> dict[str, Any]:
-        """How well each candidate ``λ`` has predicted the crawls' new links, and each
-        candidate ``P`` the clicks that followed (prequential log-likelihoods,
-        docs/how-it-works.rst, "Estimators that earn their place"), over how many crawls or
-        sources' click batches, and the one that leads (ECHO-newpages plans with it)."""
-        learner = self.snapshot["learner"]
-        rates, profits = learner.predictive, learner.click_scores
-        return {
-            "estimator_loglik": dict(zip(rates.names, rates.loglik.round(1).tolist(), strict=True)),
-            "estimator_crawls": rates.crawls,
-            "estimator_leading": rates.names[rates.chosen],
-            "profit_estimator_loglik": dict(
-                zip(profits.names, profits.loglik.round(1).tolist(), strict=True)
-            ),
-            "profit_estimator_batches": profits.crawls,
-            "profit_estimator_leading": profits.names[profits.chosen],
-            "click_dispersion": learner.dispersion,
+            **estimator_scores(self.snapshot["learner"]),
         }
 
     @cached_property
@@ -166,30 +148,6 @@ class Report:
             for o in self.overlaps()
         ]
 
-    @staticmethod
-    def _estimator_text(s: dict[str, Any]) -> str:
-        text = ""
-        if s["estimator_crawls"]:
-            scores = ", ".join(f"{name} {ll:+.1f}" for name, ll in s["estimator_loglik"].items())
-            text += (
-                f"\nλ estimators, log-likelihood of the next crawls' new links over "
-                f"{s['estimator_crawls']} crawls: {scores} ({s['estimator_leading']} leads)"
-            )
-        if s["profit_estimator_batches"]:
-            loglik = s["profit_estimator_loglik"]
-            scores = ", ".join(f"{name} {ll:+.1f}" for name, ll in loglik.items())
-            text += (
-                f"\nP estimators, log-likelihood of the clicks that followed over "
-                f"{s['profit_estimator_batches']} sources' batches: {scores} "
-                f"({s['profit_estimator_leading']} leads)"
-            )
-        if s["click_dispersion"] > 1:
-            text += (
-                f"\npages' clicks vary {s['click_dispersion']:.3g} times as much as Poisson "
-                "counts: the learned prior of P counts a source's pages as that many times fewer"
-            )
-        return text
-
     def summary_text(self) -> str:
         s = self.summary()
         saved = dt.datetime.fromtimestamp(s["saved_at"], dt.timezone.utc)
@@ -202,7 +160,7 @@ class Report:
             f"{s['clicks_caught']:.1f} clicks caught\n"
             f"state saved {saved:%Y-%m-%d %H:%M:%S} UTC, {s['samples']} history samples"
             + self._site_text(s["site_share"])
-            + self._estimator_text(s)
+            + estimator_text(s)
             + self._overlap_text()
             + self._risk_text()
         )

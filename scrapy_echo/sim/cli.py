@@ -240,6 +240,10 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="compare policies at several crawl rates")
     add_replay_options(run)
     run.add_argument("--rates", default="0.05,0.1,0.2", help="crawls/s, comma separated")
+    run.add_argument(
+        "--estimators", action="store_true", help="print each replay's candidate estimators' "
+        "predictive scores at its end (as scrapy echo-report does for a crawl)",
+    )  # fmt: skip
     run.set_defaults(command=cmd_run)
 
     rates = sub.add_parser(

@@ -8,6 +8,7 @@ import math
 import time
 
 from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.model.estimation.scoreboard import estimator_scores, estimator_text
 from scrapy_echo.sim.cli_output import Progress
 from scrapy_echo.sim.engine import Replay, SimSettings, simulate
 from scrapy_echo.sim.freshness import freshness
@@ -43,10 +44,14 @@ def parse_rates(spec: str) -> list[float]:
 def replay_scored(
     trace: Trace, name: str, rate: float, args: argparse.Namespace, bound: float
 ) -> Score:
-    """Policy ``name`` replayed at ``rate`` and scored against ``bound``."""
+    """Policy ``name`` replayed at ``rate`` and scored against ``bound``; with ``--estimators``,
+    its candidate estimators' scores printed too (as ``scrapy echo-report`` prints them)."""
     replay = replay_policy(trace, name, rate, args)
     if trace.update_ts.size:
         print(f"{name} @ {rate:g}/s: {freshness(trace, replay).text()}")
+    if getattr(args, "estimators", False) and replay.core is not None:
+        scores = estimator_text(estimator_scores(replay.core.state.learner)) or " none scored"
+        print(f"{name} @ {rate:g}/s, its candidate estimators at the end:{scores}")
     return score(trace, replay, bound=bound, window=args.window, half_life=half_life_of(args))
 
 
