@@ -35,8 +35,9 @@ from scrapy_echo.core.events import (
 )
 from scrapy_echo.core.hosts import SourceHosts
 from scrapy_echo.core.identity import fold_scheme
-from scrapy_echo.core.pages import Dispatch, NewPage, link_treatment, pages_found
+from scrapy_echo.core.pages import Dispatch, NewPage
 from scrapy_echo.core.seen import Housekeeping, run_inline
+from scrapy_echo.core.source_crawls import route_signal, source_continued, source_fetched
 from scrapy_echo.core.source_status import SourceStatus
 from scrapy_echo.core.state import CrawlState, fingerprint
 from scrapy_echo.core.state_config import StateConfig
@@ -44,7 +45,7 @@ from scrapy_echo.core.valuation import valued
 from scrapy_echo.core.view import CrawlView
 from scrapy_echo.model.decisions.frontier import WaitingPage
 from scrapy_echo.model.decisions.policies import Decision, Policy, SolveJob, then
-from scrapy_echo.model.estimation.cycles import rate_factor
+from scrapy_echo.model.estimation.cycles import fitted_rate_factor
 from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.intervals.limits import ScheduleLimits
 from scrapy_echo.model.intervals.plan import Plan
@@ -97,11 +98,14 @@ class CrawlCore:
         """Change the state by one observation; the new pages a source crawl revealed."""
         state = self.state
         if isinstance(event, SourceFetched) and event.continued:
-            return self._source_continued(state.add_source(event.url), event)
+            source = state.add_source(event.url)
+            return source_continued(state, source, event, crawl_started=self._crawl_started)
         if isinstance(event, SourceFetched):  # the commonest, first
             source = state.add_source(event.url)
             first = state.sources[source].crawls == 0
-            pages = self._source_fetched(source, event)
+            pages = source_fetched(
+                state, source, event, backlog=self.config.backlog, crawl_started=self._crawl_started
+            )
             self.policy.source_crawled(source, len(pages), first)
             if pages:
                 self.policy.links_found(source, [p.appeared for p in pages], pages[0].discovered)
@@ -243,27 +247,16 @@ class CrawlCore:
         slot (:meth:`choose` or not): the share counts the asks."""
         if not self.refreshing:
             return None
-        lane = self.state.refresh
-        # No credit piles up from idle slots: at most a few refetches' worth ahead.
-        lane.asks = min(lane.asks + 1, lane.served / lane.share + 20)
-        if lane.served > lane.share * lane.asks:
-            return None
-        page = lane.due(now)
-        if page is not None:
-            lane.served += 1
+        page = self.state.refresh.take_slot(now)
         return None if page is None else str(page)
 
     def refresh_put_back(self, page: str, when: float) -> None:
         """A page :meth:`next_refresh` gave could not leave now: due again at ``when``."""
-        lane = self.state.refresh
-        lane.served -= 1
-        lane.put_back(page, when)
+        self.state.refresh.give_back_slot(page, when)
 
     def stop_refreshing(self, pages: Sequence[Hashable]) -> None:
         """Take ``pages`` (keys) out of the refresh lane: never fetched again."""
-        lane = self.state.refresh
-        for page in pages:
-            lane.pages.pop(page, None)
+        self.state.refresh.drop(pages)
 
     def signal(self, url: str, t: float) -> str:
         """A change-indicating signal naming ``url`` at ``t`` (docs/how-it-works.rst,
@@ -271,26 +264,7 @@ class CrawlCore:
         signalled). What became of it: ``"source"``, ``"page"``, ``"stale"`` (from before
         the source's last crawl, which saw that change already: Busa-Fekete et al.'s guard against
         late signals), ``"inactive"`` (a retired or removed source) or ``"unmatched"``."""
-        state = self.state
-        try:
-            key = self.config.identity.key(url)
-        except ValueError:
-            return "unmatched"
-        source = state.source_ids.get(key)
-        how = "source"
-        if source is None:
-            source = state.learner.source_of_page(state.aliases.get(key, key))
-            how = "page"
-            if source is None:
-                return "unmatched"
-        status = state.sources[source]
-        if status.retired or status.removed:
-            return "inactive"
-        last = status.last_fetched
-        if not math.isnan(last) and t <= last:
-            return "stale"
-        self.state.signals.add(source, t)
-        return how
+        return route_signal(self.state, self.config.identity, url, t)
 
     def add_clicks(
         self,
@@ -311,57 +285,6 @@ class CrawlCore:
         matched = sum(fingerprint(key) in state.fetched for key in keys) if count_matched else 0
         state.learner.add_clicks(keys, ts, counts)
         return matched
-
-    def _source_fetched(self, source: int, event: SourceFetched) -> list[NewPage]:
-        state = self.state
-        status = state.sources[source]
-        status.etag, status.last_modified = event.etag, event.last_modified
-        state.changed_sources.add(source)
-        previous = status.last_fetched
-        urls = [url for url, _ in event.links] if event.links else []
-        if math.isnan(state.started):
-            state.started = event.t
-        # On a source's first crawl its links are only recorded (ECHO_BACKLOG = "skip", the
-        # paper), except those it says were published since this crawl began (a sitemap found
-        # mid-crawl lists them too); with "crawl" they are all pages to fetch.
-        first = status.crawls == 0
-        if not first or not event.links:
-            fresh = None
-        elif self.config.backlog == "crawl":  # what it lists already: pages to fetch too
-            fresh = set(urls)
-        else:
-            fresh = {
-                url for url, stated in event.links if stated is not None and stated >= state.started
-            }
-        dates = {url: when for url, when in event.links if when is not None}
-        extras, refused = link_treatment(event.links, event.treated)
-        found = state.source_crawled(source, event.t, urls, fresh, dates, refused)
-        # (The window of this crawl's pages, for those its hub's next pages list.)
-        self._crawl_started[source] = previous
-        if not found:
-            return []
-        fetched = status.last_fetched  # the fetch time, never before the previous one
-        return pages_found(
-            event.links, found, source, status.url, previous, fetched, first=first, extras=extras
-        )
-
-    def _source_continued(self, source: int, event: SourceFetched) -> list[NewPage]:
-        """A further page of the source's last crawl: its new links are pages of that crawl,
-        its window the crawl's (the pages a hub pushed down appeared before its last look)."""
-        state = self.state
-        status = state.sources[source]
-        if status.crawls == 0 or not event.links:  # (a first crawl's pages are its backlog)
-            return []
-        extras, refused = link_treatment(event.links, event.treated)
-        urls = [url for url, _ in event.links]
-        found = state.source_continued(source, event.t, urls, refused)
-        if not found:
-            return []
-        fetched = status.last_fetched
-        previous = self._crawl_started.get(source, fetched)
-        return pages_found(
-            event.links, found, source, status.url, previous, fetched, first=False, extras=extras
-        )
 
     def site_weights(self) -> FloatArray | None:
         """Per source, the weight ``ECHO_SITE_WEIGHTS`` gives its host, else its site, else 1;
@@ -438,18 +361,6 @@ class CrawlCore:
         self.state.source_dispatched(source, dispatched.previous)
         self.policy.crawl_times_changed()  # a crawl time went back
 
-    def _rate_factor(self, now: float) -> FloatArray:
-        """Each source's ``λ`` (over its window) to its weekly average, by the week's
-        publishing cycle learned so far (docs/how-it-works.rst, "Daily and weekly cycles")."""
-        crawls = self.state.learner.crawls
-        links, span = crawls.long_run()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rates = np.where(span > 0, links / span, 0.0)
-        profile = self.state.profile
-        profile.fit(now, rates)
-        oldest, newest = crawls.window_bounds()
-        return rate_factor(profile, oldest, newest)
-
     def refit_work(self, now: float) -> Callable[[], Callable[[], None]] | None:
         """The slow part of a re-solve at ``now`` that may be done apart first: the click
         fit, when one is due (``None`` when not). The function returned runs on any thread and
@@ -502,14 +413,17 @@ class CrawlCore:
         )
         self.state.profile.enabled = self.policy.uses_cycles
         if self.policy.uses_cycles:
-            self.policy.rate_factor = self._rate_factor(now)
+            # (each source's λ over its window to its weekly average: "Daily and weekly cycles")
+            crawls = self.state.learner.crawls
+            self.policy.rate_factor = fitted_rate_factor(
+                self.state.profile, now, *crawls.long_run(), *crawls.window_bounds()
+            )
             self.policy.profile = self.state.profile
         if self.policy.uses_overlaps:
             value = estimates.link_rate * estimates.profit
             self.policy.overlaps = self.state.overlap.pairs(value)
-        lane = self.state.refresh
-        if self.refreshing and lane.asks:  # the plan spends what refetches leave
-            budget *= 1.0 - min(lane.served / lane.asks, lane.share)
+        if self.refreshing:  # the plan spends what refetches leave
+            budget *= 1.0 - self.state.refresh.slots_spent()
 
         def installed(plan: Plan) -> Plan:
             if self.refreshing:

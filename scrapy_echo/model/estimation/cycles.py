@@ -188,4 +188,21 @@ def rate_factor(profile: WeekProfile, oldest: FloatArray, newest: FloatArray) ->
     return 1.0 / np.maximum(window, 1e-12)
 
 
-__all__ = ["BINS", "HOUR", "WEEK", "WeekProfile", "rate_factor"]
+def fitted_rate_factor(
+    profile: WeekProfile,
+    now: float,
+    links: FloatArray,
+    span: FloatArray,
+    oldest: FloatArray,
+    newest: FloatArray,
+) -> FloatArray:
+    """:func:`rate_factor` after fitting ``profile`` at ``now`` to the sources' long-run
+    rates (``links`` over ``span`` seconds each; ``oldest``, ``newest``: each one's window,
+    as :class:`~scrapy_echo.model.estimation.crawl_history.CrawlHistory` keeps them)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = np.where(span > 0, links / span, 0.0)
+    profile.fit(now, rates)
+    return rate_factor(profile, oldest, newest)
+
+
+__all__ = ["BINS", "HOUR", "WEEK", "WeekProfile", "fitted_rate_factor", "rate_factor"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,7 +120,7 @@ class RefreshLane:
         self.planned_rate = 0.0  # refetches per second the last plan asked for
         self.changes = 0  # refetches that found the page changed
         self.incomparable = 0  # refetches with nothing to compare to the fetch before
-        # The slots the lane was asked for (capped: see CrawlCore.next_refresh) and served.
+        # The slots the lane was asked for (capped: see take_slot) and served.
         self.asks, self.served = 0.0, 0
         # What the last plan expects (the class docstring); NaN before any plan.
         self.very_stale_share = self.underestimate_risk = self.shrink = math.nan
@@ -251,6 +251,35 @@ class RefreshLane:
             self._push(page, tracked, now + max(tracked.interval, 3600.0))
             return page
         return None
+
+    def take_slot(self, now: float) -> Hashable | None:
+        """A page to refetch in this crawl slot, if one is due (:meth:`due`) and the lane is
+        within its share of the slots it was asked for; None otherwise. Ask at every slot:
+        the share counts the asks."""
+        # No credit piles up from idle slots: at most a few refetches' worth ahead.
+        self.asks = min(self.asks + 1, self.served / self.share + 20)
+        if self.served > self.share * self.asks:
+            return None
+        page = self.due(now)
+        if page is not None:
+            self.served += 1
+        return page
+
+    def give_back_slot(self, page: Hashable, when: float) -> None:
+        """A page :meth:`take_slot` gave that could not leave now: the slot is not spent, and
+        the page is due again at ``when``."""
+        self.served -= 1
+        self.put_back(page, when)
+
+    def slots_spent(self) -> float:
+        """The share of the slots asked for that refetches took, at most :attr:`share` (the
+        plan of new pages spends the rest of the budget)."""
+        return min(self.served / self.asks, self.share) if self.asks else 0.0
+
+    def drop(self, pages: Iterable[Hashable]) -> None:
+        """Take ``pages`` out of the lane: never fetched again."""
+        for page in pages:
+            self.pages.pop(page, None)
 
     def next_due(self) -> float:
         """The earliest time :meth:`due` may hand out a page (inf: none is planned); an entry
