@@ -56,6 +56,27 @@ def test_pages_come_due_at_their_interval_and_refetches_feed_the_change_rates() 
     assert lane.pages[page].taken == 0
 
 
+def test_the_lane_takes_at_most_its_share_of_the_slots_it_is_asked_for() -> None:
+    lane = lane_with_pages(20, share=0.25)
+    lane.plan(100.0, omega=1e-3, budget=1.0, profit=PROFIT, decay=DECAY)
+    later = 10.0 + 2 * max(t.interval for t in lane.pages.values())  # all due
+    taken = [lane.take_slot(later) for _ in range(40)]
+    # A quarter of 40 asks, and the first (a lane is served while within its share)
+    assert sum(page is not None for page in taken) == 11
+    assert lane.slots_spent() == pytest.approx(0.25)  # (never past the share)
+    page = next(p for p in taken if p is not None)
+    lane.give_back_slot(page, later + 60.0)  # could not leave: the slot is not spent
+    assert lane.served == 10 and lane.pages[page].due == pytest.approx(later + 60.0)
+    lane.drop([page, "https://a.test/never-fetched"])
+    assert page not in lane.pages and len(lane.pages) == 19
+    # Idle asks (nothing due) bank at most 20 asks' credit: 30 asks after 1,000 idle ones
+    # take at most a quarter of 50 and one, not every page due.
+    assert all(lane.take_slot(0.0) is None for _ in range(1000))
+    burst = [lane.take_slot(later + 1e6) for _ in range(30)]
+    assert sum(page is not None for page in burst) <= 0.25 * (20 + 30) + 1 < len(lane.pages)
+    assert RefreshLane(share=0.25).slots_spent() == 0.0  # never asked
+
+
 def test_a_page_whose_refetches_never_come_back_leaves_after_three_tries() -> None:
     lane = lane_with_pages(1)
     lane.plan(100.0, omega=1e-3, budget=1.0, profit=PROFIT, decay=DECAY)
