@@ -77,6 +77,24 @@ def test_a_signal_moves_the_clock_by_its_odds_of_a_link() -> None:
     assert float(sure[0]) == pytest.approx(lam * profit / mu)
 
 
+def test_a_signal_counts_for_at_most_its_cap_of_links() -> None:
+    """``most_links`` bounds the step: a signal of a source whose recall is near 1 (the
+    seed's step grows without bound) moves its clock by at most ``most_links / λ``."""
+    lam, profit, mu = 1e-3, 2.0, 1e-4
+    terms = _one(600.0, lam, profit, mu, 0.99, 0.2 * lam, 2)
+    uncapped = effective_time_index(*terms)
+    capped = effective_time_index(*terms, most_links=np.array([1.5]))
+    assert float(capped[0]) == pytest.approx(_echo(600.0 + 2 * 1.5 / lam, lam, profit, mu))
+    assert float(capped[0]) < float(uncapped[0])
+    # A cap above the seed's step changes nothing; without signals it never acts.
+    loose = effective_time_index(*terms, most_links=np.array([1e6]))
+    assert float(loose[0]) == pytest.approx(float(uncapped[0]), rel=1e-12)
+    quiet = _one(600.0, lam, profit, mu, 0.99, 0.2 * lam, 0)
+    assert float(effective_time_index(*quiet, most_links=np.array([0.1]))[0]) == pytest.approx(
+        _echo(600.0, lam, profit, mu)
+    )
+
+
 def test_the_profit_index_falls_between_signals_as_its_promised_page_ages() -> None:
     """What does not carry over from Lemma 1: the page a signal promises loses value while
     it waits, so the profit index can fall (here to a twentieth in 3,000 s), and no

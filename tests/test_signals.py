@@ -13,7 +13,12 @@ from hypothesis import strategies as st
 from scrapy_echo.model.decisions.frontier import Frontier
 from scrapy_echo.model.decisions.policies import Decision, Policy
 from scrapy_echo.model.decisions.registry import make_policy
-from scrapy_echo.model.estimation.change_signals import SignalBook, signal_index
+from scrapy_echo.model.estimation.change_signals import (
+    SIGNAL_WORTH_CAP,
+    SignalBook,
+    effective_time_index,
+    signal_index,
+)
 from scrapy_echo.model.intervals.plan import Estimates, Plan
 
 
@@ -59,6 +64,53 @@ def test_the_book_learns_recall_and_false_signals_from_what_crawls_find() -> Non
     assert recall[0] > 0.75 and false[0] < 0.1 * false[1]
     assert recall[1] < 0.05  # as likely after a change as not: says nothing
     assert recall[2] == 0.0
+
+
+def test_links_per_signal_are_what_crawls_found_after_them_shrunk_to_the_pool() -> None:
+    book = SignalBook()
+    book.grow(3)
+    for _ in range(100):
+        for _ in range(4):  # source 0: four signals per link found (listed first elsewhere)
+            book.add(0, 0.0)
+        book.crawled(0, 100.0, 1)
+        book.add(1, 0.0)  # source 1: a link per signal
+        book.crawled(1, 100.0, 1)
+    per = book.links_per_signal()
+    pooled = 200 / 500
+    assert per[0] == pytest.approx((100 + 4 * pooled) / (400 + 4))
+    assert per[1] == pytest.approx((100 + 4 * pooled) / (100 + 4))
+    assert per[2] == pytest.approx(pooled)  # no signals yet: the pool's
+    assert SignalBook().links_per_signal().size == 0
+
+
+def test_a_signal_counts_for_at_most_a_few_times_the_links_signals_brought() -> None:
+    """Source 0 lists pages other sources list first: four signals per link it shows new,
+    so its learned recall runs to 1 (the seed's step without bound); source 1 brings a link
+    per signal. Each signal moves a source's clock by at most SIGNAL_WORTH_CAP times its
+    links per signal over ``λ``: source 0's far less than source 1's."""
+    policy = make_policy("echo-newpages")
+    book = SignalBook()
+    policy.signals = book
+    lam, prof, mu = np.full(2, 1e-3), np.full(2, 2.0), np.full(2, 1e-4)
+    for _ in range(50):
+        for _ in range(4):
+            book.add(0, 0.0)
+        book.crawled(0, 100.0, 1)
+        book.add(1, 0.0)
+        book.crawled(1, 100.0, 1)
+    plan = policy.replan(Estimates(lam, prof, mu), 0.01)
+    assert book.quality()[0][0] > 0.95  # (every interval had signals and a link)
+    last = np.array([1000.0, 1000.0])
+    book.add(0, 1000.5)
+    book.add(1, 1000.5)
+    which, value = policy._signal_values(1001.0, last, plan)
+    assert which.tolist() == [0, 1]
+    rate = plan.estimates.link_rate
+    step = SIGNAL_WORTH_CAP * book.links_per_signal() / rate  # the cap, in seconds
+    assert step[0] < 0.3 * step[1]
+    zero = np.zeros(2)
+    echo_at = effective_time_index(1.0 + step, rate, prof, mu, zero, zero, zero)  # ECHO's
+    assert value == pytest.approx(echo_at, rel=1e-9)
 
 
 def test_pending_signals_decay_and_a_crawl_settles_them() -> None:

@@ -54,6 +54,7 @@ from scrapy_echo.model.decisions.policies import Decision, EchoPaper, Solved, So
 from scrapy_echo.model.decisions.recrawl_index import best_early_recrawl, early_recrawl_values
 from scrapy_echo.model.estimation.change_signals import (
     MIN_RECALL,
+    SIGNAL_WORTH_CAP,
     effective_time_index,
     signal_index,
 )
@@ -86,11 +87,14 @@ class EchoNewPages(EchoPaper):
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         super().__init__(seed=seed, repair_solves=repair_solves)
-        # The sources with informative signals, their recall and false-signal rate, learned
-        # once per plan.
-        self._signal_plan: tuple[Plan | None, NDArray[np.intp], FloatArray, FloatArray] = (
+        # The sources with informative signals, their recall, false-signal rate and the most
+        # links a signal may count for, learned once per plan.
+        self._signal_plan: tuple[
+            Plan | None, NDArray[np.intp], FloatArray, FloatArray, FloatArray
+        ] = (
             None,
             np.zeros(0, dtype=np.intp),
+            np.zeros(0),
             np.zeros(0),
             np.zeros(0),
         )
@@ -145,12 +149,21 @@ class EchoNewPages(EchoPaper):
         """How many sources' signals the current plan acts on."""
         return int(self._informative(self.plan)[0].size)
 
-    def _informative(self, plan: Plan) -> tuple[NDArray[np.intp], FloatArray, FloatArray]:
-        """Kept sources whose signals say enough, with their recall and false-signal rate."""
-        cached_plan, which, recall, false = self._signal_plan
+    def _informative(
+        self, plan: Plan
+    ) -> tuple[NDArray[np.intp], FloatArray, FloatArray, FloatArray]:
+        """Kept sources whose signals say enough, with their recall, false-signal rate and
+        the most new links one of their signals counts for (:data:`SIGNAL_WORTH_CAP` times
+        the links their signals have been followed by)."""
+        cached_plan, which, recall, false, most = self._signal_plan
         if cached_plan is plan:
-            return which, recall, false
-        which, recall, false = np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0)
+            return which, recall, false, most
+        which, recall, false, most = (
+            np.zeros(0, dtype=np.intp),
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros(0),
+        )
         book = self.signals
         if book is not None and book.received:
             book.grow(len(plan))
@@ -160,14 +173,15 @@ class EchoNewPages(EchoPaper):
             all_recall = all_recall[: len(plan)]
             which = np.flatnonzero((all_recall >= MIN_RECALL) & plan.kept)
             recall, false = all_recall[which], all_false[which]
-        self._signal_plan = (plan, which, recall, false)
-        return which, recall, false
+            most = SIGNAL_WORTH_CAP * book.links_per_signal()[which]
+        self._signal_plan = (plan, which, recall, false, most)
+        return which, recall, false, most
 
     def _signal_values(
         self, now: float, last_crawl: FloatArray, plan: Plan
     ) -> tuple[NDArray[np.intp], FloatArray]:
         """The informative sources and their signal index now (-inf while backing off)."""
-        which, recall, false = self._informative(plan)
+        which, recall, false, most = self._informative(plan)
         if not which.size:
             return which, np.zeros(0)
         assert self.signals is not None
@@ -176,7 +190,7 @@ class EchoNewPages(EchoPaper):
         elapsed = now - last_crawl[which]
         terms = (elapsed, est.link_rate[which], est.profit[which], est.decay[which], recall, false)
         if self.signals_move_clock:
-            value = effective_time_index(*terms, count)
+            value = effective_time_index(*terms, count, most_links=most)
         else:
             value = signal_index(*terms, count, recent, plan.omega)
         return which, np.where(elapsed >= 0, value, -np.inf)

@@ -41,6 +41,12 @@ TRUST_SDS = 3.0
 # Bounds on the weight of the pooled recall, in links (:func:`_recall_prior`).
 MIN_PRIOR_LINKS = 4.0
 MAX_PRIOR_LINKS = 1000.0
+# The most new links one signal may count for in the effective time, in units of the new links
+# the source's signals have been followed by (docs/how-it-works.rst, "A signal counts for a few
+# links at most"). The seed's step grows without bound as the recall nears 1, and the recall is
+# learned from the links crawls find new, fewer than the links the signals were about where
+# other sources list them first or the hub overflows.
+SIGNAL_WORTH_CAP = 4.0
 
 
 class SignalBook:
@@ -169,6 +175,14 @@ class SignalBook:
         recall = np.clip((true_signals + prior) / (self._links + weight), 0.0, 1.0)
         return np.where(low >= MIN_RECALL, recall, 0.0), false
 
+    def links_per_signal(self) -> FloatArray:
+        """Per source, the new links its crawls found per signal received in their
+        intervals, shrunk toward the pooled ratio by :data:`PRIOR_SIGNALS` signals (the
+        pooled ratio where a source has had none; 1 before any)."""
+        total = float(self._signals.sum())
+        pooled = float(self._links.sum()) / total if total > 0 else 1.0
+        return (self._links + pooled * PRIOR_SIGNALS) / (self._signals + PRIOR_SIGNALS)
+
     def recent(self, sources: NDArray[np.intp], now: float) -> tuple[FloatArray, FloatArray]:
         """For each of ``sources``: its signals since its last crawl, and their sum
         ``Σ_j e^{-μ (now - t_j)}``."""
@@ -247,6 +261,8 @@ def effective_time_index(
     recall: FloatArray,
     false_rate: FloatArray,
     count: FloatArray,
+    *,
+    most_links: FloatArray | None = None,
 ) -> FloatArray:
     """Busa-Fekete et al.'s index carried over whole (docs/how-it-works.rst,
     "Change-indicating signals"): ECHO's index at the *effective time*
@@ -254,7 +270,9 @@ def effective_time_index(
     which the source is as likely to have a new link as it is now after ``t`` and ``k``
     signals. It never falls: time and signals only push it forward (their Lemma 1). A
     source whose signals catch every link (``r = 1``) or never fire falsely (``q = 1``)
-    jumps to the cap ``λP/μ`` at its first signal.
+    jumps to the cap ``λP/μ`` at its first signal. ``most_links``: per source, the most new
+    links one signal counts for (``c`` at most ``most_links / λ``; "A signal counts for a
+    few links at most").
 
     Without signals it is ECHO's index:
 
@@ -268,6 +286,8 @@ def effective_time_index(
     with np.errstate(divide="ignore", invalid="ignore"):
         unsignalled = (1.0 - recall) * lam
         step = np.where(precision > 0, -np.log1p(-np.minimum(precision, 1.0)) / unsignalled, 0.0)
+        if most_links is not None:
+            step = np.minimum(step, np.where(lam > 0, most_links / lam, 0.0))
         tau = np.where(count > 0, t + count * step, t)
         # (Past every finite time the index is its cap λP/μ.)
         value = np.where(np.isfinite(tau), lam * profit * _g_over_mu(mu, tau), lam * profit / mu)
