@@ -65,6 +65,13 @@ from scrapy_echo.model.intervals.limits import ScheduleLimits
 from scrapy_echo.model.intervals.plan import Estimates, Plan
 from scrapy_echo.model.intervals.schedule import IntervalSolution
 
+# Trusted sources' ids, recall, false-signal rate and most links a signal counts for.
+_Trusted = tuple[NDArray[np.intp], FloatArray, FloatArray, FloatArray]
+
+
+def _no_trusted_signals() -> _Trusted:
+    return np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0), np.zeros(0)
+
 
 class EchoNewPages(EchoPaper):
     """ECHO-newpages, the default: the paper's policy and every improvement past it (the
@@ -89,15 +96,7 @@ class EchoNewPages(EchoPaper):
         super().__init__(seed=seed, repair_solves=repair_solves)
         # The sources with informative signals, their recall, false-signal rate and the most
         # links a signal may count for, learned once per plan.
-        self._signal_plan: tuple[
-            Plan | None, NDArray[np.intp], FloatArray, FloatArray, FloatArray
-        ] = (
-            None,
-            np.zeros(0, dtype=np.intp),
-            np.zeros(0),
-            np.zeros(0),
-            np.zeros(0),
-        )
+        self._signal_plan: tuple[Plan | None, _Trusted] = (None, _no_trusted_signals())
         self.full_hubs = FullHubs.empty()  # the last solve's (planned as full)
 
     def solve_job(self, estimates: Estimates, crawl_rate: float) -> SolveJob:
@@ -149,21 +148,14 @@ class EchoNewPages(EchoPaper):
         """How many sources' signals the current plan acts on."""
         return int(self._informative(self.plan)[0].size)
 
-    def _informative(
-        self, plan: Plan
-    ) -> tuple[NDArray[np.intp], FloatArray, FloatArray, FloatArray]:
+    def _informative(self, plan: Plan) -> _Trusted:
         """Kept sources whose signals say enough, with their recall, false-signal rate and
         the most new links one of their signals counts for (:data:`SIGNAL_WORTH_CAP` times
         the links their signals have been followed by)."""
-        cached_plan, which, recall, false, most = self._signal_plan
+        cached_plan, trusted = self._signal_plan
         if cached_plan is plan:
-            return which, recall, false, most
-        which, recall, false, most = (
-            np.zeros(0, dtype=np.intp),
-            np.zeros(0),
-            np.zeros(0),
-            np.zeros(0),
-        )
+            return trusted
+        which, recall, false, most = _no_trusted_signals()
         book = self.signals
         if book is not None and book.received:
             book.grow(len(plan))
@@ -174,7 +166,7 @@ class EchoNewPages(EchoPaper):
             which = np.flatnonzero((all_recall >= MIN_RECALL) & plan.kept)
             recall, false = all_recall[which], all_false[which]
             most = SIGNAL_WORTH_CAP * book.links_per_signal()[which]
-        self._signal_plan = (plan, which, recall, false, most)
+        self._signal_plan = (plan, (which, recall, false, most))
         return which, recall, false, most
 
     def _signal_values(
