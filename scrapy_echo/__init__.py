@@ -76,7 +76,7 @@ def push_clicks(crawler: Crawler, rows: Iterable[Mapping[str, Any]]) -> int:
     click-feed rows (a bad one is skipped and counted). Returns how many were taken."""
     from scrapy_echo.crawler.runtime import EchoRuntime
 
-    return EchoRuntime.of(crawler).push_clicks(rows)
+    return EchoRuntime.of(crawler).click_intake.push(rows)
 
 
 def push_signals(crawler: Crawler, rows: Iterable[Mapping[str, Any]]) -> int:

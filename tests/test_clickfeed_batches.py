@@ -114,10 +114,10 @@ async def test_a_click_backlog_is_read_over_reactor_turns_each_row_once(tmp_path
         turns = await reactor_turns_until(lambda: counted() == backlog)
         assert turns >= 2  # the rest a batch a turn, the reactor free in between
         await deferLater(reactor, 0, lambda: None)
-        assert not runtime.feeds[0].backlog
+        assert not runtime.click_intake.readers[0].backlog
     finally:
         extension.spider_closed()
-    assert counted() == backlog and runtime.feeds[0].rows_read == backlog
+    assert counted() == backlog and runtime.click_intake.readers[0].rows_read == backlog
     assert clicks_in(runtime.state) == feed_sum(feed)  # each click once
 
 

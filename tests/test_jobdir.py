@@ -66,7 +66,7 @@ def test_checkpoint_round_trip(tmp_path) -> None:
     state.page_crawled("http://a.test/s", 0, 950.0, 960.0, ("http://a.test/2026/s-slug",))
     first.enqueue_request(page("http://a.test/x", 0))
     first.enqueue_request(Request("http://a.test/plain"))
-    assert len(first.runtime.feeds[0].read()) == 1
+    assert len(first.runtime.click_intake.readers[0].read()) == 1
     state.signals.add(1, 995.0)  # a signal waiting on b.test, and what past ones showed
     state.signals.crawled(0, 50.0, 1)
     # A page the refresh lane may fetch again, and a hub seen overflowing.
@@ -97,7 +97,7 @@ def test_checkpoint_round_trip(tmp_path) -> None:
     assert len(restored.frontier) == 1
     assert restored.frontier.pages()[0].page.url == "http://a.test/x"
     assert [r.url for r in second.plain] == ["http://a.test/plain"]
-    assert second.runtime.feeds[0].read() == []  # the feed resumes where it was
+    assert second.runtime.click_intake.readers[0].read() == []  # the feed resumes where it was
     # The history for reports goes on: the first run's opening sample, then this run's, with
     # the new link found in between.
     assert [sample["new_links"].tolist() for sample in restored.history] == [[0, 0], [1, 0]]

@@ -83,7 +83,7 @@ def live_decisions(trace: Trace, policy: str, **settings: Any) -> list[tuple[flo
                     {"url": web.page_urls[p], "ts": t, "clicks": c}
                     for p, t, c in zip(pages, ts, counts, strict=True)
                 ]
-                assert runtime.push_clicks(rows) == len(rows)
+                assert runtime.click_intake.push(rows) == len(rows)
                 next_push += config.click_push_period
             if now >= next_resolve:
                 runtime.replan()

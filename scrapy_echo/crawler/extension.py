@@ -45,7 +45,7 @@ class EchoExtension(EchoComponent):
         super().__init__(crawler, runtime)
         feed = runtime.config.click_feed
         # Created now, before the scheduler opens, so a JOBDIR resume can restore positions.
-        runtime.feeds = [ClickFeedReader(feed)] if feed is not None else []
+        runtime.click_intake.readers = [ClickFeedReader(feed)] if feed is not None else []
         signal_feed = runtime.config.signal_feed
         runtime.signal_intake.readers = (
             [SignalFeedReader(signal_feed)] if signal_feed is not None else []
@@ -170,7 +170,7 @@ class EchoExtension(EchoComponent):
                 self._resolve_failed()
                 return
             self._set_stats()
-            self._read_on_soon("click", self.runtime.feeds, self._read_clicks_on)
+            self._read_on_soon("click", self.runtime.click_intake.readers, self._read_clicks_on)
 
         self._on_thread(work, "re-solve", solved)
 
@@ -222,20 +222,9 @@ class EchoExtension(EchoComponent):
 
     def read_click_feeds(self) -> int:
         """Fold in the next batch of complete rows of each feed (at most ``batch_lines``:
-        :class:`~scrapy_echo.inputs.feed_reader.FeedReader`); returns how many were good."""
-        taken = 0
-        if not self.runtime.holds_state:
-            return taken  # distributed mode: only the planner reads the feed files
-        for reader in self.runtime.feeds:
-            taken += self.runtime.add_clicks(reader.read())
-            if reader.missing:  # (logged by the reader when it went)
-                self.inc_stat("echo/clickfeed/missing")
-            if reader.behind:  # (logged by the reader when it fell behind)
-                self.inc_stat("echo/clickfeed/behind")
-            for kind, new in reader.new_invalid().items():
-                self.inc_stat("echo/clickfeed/invalid", new)
-                self.inc_stat(f"echo/clickfeed/invalid/{kind}", new)
-        return taken
+        :class:`~scrapy_echo.inputs.feed_reader.FeedReader`; only the planner reads them in
+        distributed mode); returns how many were good."""
+        return self.runtime.click_intake.read_files()
 
     def _read_clicks_on(self) -> None:
         """A batch of each click feed, then the next one in the next reactor turn while a feed
@@ -246,7 +235,7 @@ class EchoExtension(EchoComponent):
             logger.exception("ECHO could not fold in the click feed; trying again next re-solve")
             self.inc_stat("echo/clickfeed/errors")
             return
-        self._read_on_soon("click", self.runtime.feeds, self._read_clicks_on)
+        self._read_on_soon("click", self.runtime.click_intake.readers, self._read_clicks_on)
 
     def _read_signals_on(self) -> None:
         """A batch of each signal feed, then the next one in the next reactor turn while a feed

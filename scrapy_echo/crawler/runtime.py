@@ -10,7 +10,7 @@ import logging
 import math
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy_echo.core.crawl import CrawlCore
@@ -31,7 +31,7 @@ from scrapy_echo.crawler.page_delays import PageDelays
 from scrapy_echo.crawler.settings import EchoConfig, read_sources
 from scrapy_echo.crawler.signals import page_found, source_retired
 from scrapy_echo.crawler.throughput import LaneShare, Throughput
-from scrapy_echo.inputs.clickfeed import InvalidClickRow, check_not_ahead, parse_click
+from scrapy_echo.inputs.click_intake import ClickIntake
 from scrapy_echo.inputs.signalfeed import SignalIntake
 from scrapy_echo.model.decisions.policies import Policy, SolveJob
 from scrapy_echo.model.decisions.registry import make_policy
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from scrapy_echo.core.seen import Remembered
     from scrapy_echo.core.view import CrawlView
     from scrapy_echo.crawler.politeness import Politeness
-    from scrapy_echo.inputs.clickfeed import ClickFeedReader, ClickRow
     from scrapy_echo.inputs.feed_reader import FeedReader
 
 logger = logging.getLogger(__name__)
@@ -73,9 +72,9 @@ class EchoRuntime:
         self.core.run_housekeeping = self._housekeep_on_thread
         self.throughput = Throughput(window=max(60.0, self.config.resolve_interval))
         self.lanes = LaneShare(window=max(60.0, self.config.resolve_interval))
-        self.feeds: list[ClickFeedReader] = []  # the extension's file readers
-        self.signal_intake = SignalIntake(self)  # change-indicating signals, however they come
-        self._invalid_kinds_logged: set[str] = set()
+        # Clicks and change-indicating signals, however they come.
+        self.click_intake = ClickIntake(self, self.config.identity.clean)
+        self.signal_intake = SignalIntake(self)
         # By id of a source response, its links on their way through the spider middlewares.
         self.link_batches: dict[int, LinkBatch] = {}
         self._wake_warned = False
@@ -270,12 +269,7 @@ class EchoRuntime:
     def apply(self, event: Event) -> list[NewPage]:
         """Hand ``event`` to the core; click rows are checked (and bad ones counted) here."""
         if isinstance(event, ClicksArrived):
-            self.push_clicks(
-                {"url": row[0], "ts": row[1], "clicks": row[2]}
-                if isinstance(row, list) and len(row) == 3
-                else row
-                for row in event.rows
-            )
+            self.click_intake.push(event.rows)
             return []
         if isinstance(event, SignalsArrived):
             self.signal_intake.push(event.rows)
@@ -372,69 +366,6 @@ class EchoRuntime:
         if stats is not None:
             stats.inc_value("echo/scheduler/wake_unavailable")
 
-    # -- clicks ----------------------------------------------------------------------------
-    def add_clicks(self, rows: Iterable[ClickRow]) -> int:
-        """Fold validated click rows into the learner; returns how many. A row stamped more
-        than a day after this crawl's clock is refused and counted here
-        (:func:`~scrapy_echo.inputs.clickfeed.check_not_ahead`)."""
-        now = self.clock()
-        rows = [row for row in rows if self._not_ahead(row, now)]
-        if rows and not self.holds_state and self.transport is not None:
-            self.transport(ClicksArrived(tuple([r.url, r.ts, r.clicks] for r in rows)))
-            return len(rows)
-        if rows:
-            # Rows name pages as the analytics saw them: clean them as links are cleaned, so
-            # tracking parameters and the user's normaliser give the same key.
-            matched = self.core.add_clicks(
-                [self._clean_click_url(row.url) for row in rows],
-                [row.ts for row in rows],
-                [row.clicks for row in rows],
-            )
-            stats = self.crawler.stats
-            if stats is not None:
-                stats.inc_value("echo/clickfeed/rows", len(rows))
-                stats.inc_value("echo/clickfeed/matched_rows", matched)
-                stats.inc_value("echo/clickfeed/unmatched_rows", len(rows) - matched)
-        return len(rows)
-
-    def _not_ahead(self, row: ClickRow, now: float) -> bool:
-        try:
-            check_not_ahead(row.ts, now)
-        except InvalidClickRow as exc:
-            self.count_invalid_click(exc.kind, f"{row.url}: {exc}")
-            return False
-        return True
-
-    def _clean_click_url(self, url: str) -> str:
-        try:
-            return self.config.identity.clean(url)
-        except ValueError:  # checked as a click row already: keep its canonical form
-            return url
-
-    def push_clicks(self, rows: Iterable[Mapping[str, Any]]) -> int:
-        """The Python click feed: ``{"url", "ts", "clicks"}`` mappings from other code. Each
-        row is checked as a feed row is; a bad one is skipped and counted
-        (``echo/clickfeed/invalid/<kind>``), never half-applied. Returns the rows taken."""
-        good = []
-        for row in rows:
-            if not isinstance(row, Mapping):
-                self.count_invalid_click("not_object", f"pushed row {row!r} is not a mapping")
-                continue
-            try:
-                good.append(parse_click(row.get("url"), row.get("ts"), row.get("clicks")))
-            except InvalidClickRow as exc:
-                self.count_invalid_click(exc.kind, f"pushed row {row!r}: {exc}")
-        return self.add_clicks(good)
-
-    def count_invalid_click(self, kind: str, message: str) -> None:
-        """Count a bad click row; log the first of each kind."""
-        if kind not in self._invalid_kinds_logged:
-            self._invalid_kinds_logged.add(kind)
-            logger.warning("ECHO skipped a bad click row (%s); more are only counted", message)
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value("echo/clickfeed/invalid")
-            self.crawler.stats.inc_value(f"echo/clickfeed/invalid/{kind}")
-
     def feed_state(self) -> dict[str, Any]:
         return {str(reader.path): reader.state() for reader in self._feed_readers()}
 
@@ -463,7 +394,7 @@ class EchoRuntime:
                 reader.restore(position)
 
     def _feed_readers(self) -> list[FeedReader[Any]]:
-        return [*self.feeds, *self.signal_intake.readers]
+        return [*self.click_intake.readers, *self.signal_intake.readers]
 
 
 class EchoComponent:

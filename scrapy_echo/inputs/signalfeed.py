@@ -18,21 +18,14 @@ SignalRow(url='https://example.com/news/', ts=60.0)
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from scrapy_echo.core.events import Event, SignalsArrived
+from scrapy_echo.core.events import SignalsArrived
 from scrapy_echo.inputs.clickfeed import check_timestamp, check_url
 from scrapy_echo.inputs.feed_reader import FeedReader, InvalidClickRow
-
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
-
-    from scrapy_echo.core.crawl import CrawlCore
-
-logger = logging.getLogger(__name__)
+from scrapy_echo.inputs.intake import Intake
 
 _COLUMNS = ("url", "ts")
 
@@ -61,27 +54,11 @@ class SignalFeedReader(FeedReader[SignalRow]):
         return parse_signal(values.get("url"), values.get("ts"))
 
 
-class IntakeHost(Protocol):
-    """What the intake needs of the crawler's runtime (:mod:`scrapy_echo.crawler.runtime`)."""
-
-    crawler: Crawler
-    core: CrawlCore
-    holds_state: bool
-    transport: Callable[[Event], None] | None
-
-    def clock(self) -> float: ...
-
-    def wake_engine(self) -> None: ...
-
-
-class SignalIntake:
+class SignalIntake(Intake[SignalRow]):
     """Where a crawler's signals go in: checked, sent on to the planner in Redis mode, else
     matched to sources by the core; everything counted."""
 
-    def __init__(self, runtime: IntakeHost) -> None:
-        self.runtime = runtime
-        self.readers: list[SignalFeedReader] = []  # the extension's file readers
-        self._kinds_logged: set[str] = set()
+    kind = "signal"
 
     def push(self, rows: Iterable[Any]) -> int:
         """Rows from other code: ``{"url", "ts"}`` mappings (or ``[url, ts]`` pairs, as they
@@ -111,47 +88,16 @@ class SignalIntake:
             runtime.transport(SignalsArrived(tuple([row.url, row.ts] for row in rows)))
             return len(rows)
         now = runtime.clock()
-        stats = runtime.crawler.stats
         woken = False
         for row in rows:
             outcome = runtime.core.signal(row.url, min(row.ts, now))
-            if stats is not None:
-                stats.inc_value(f"echo/signalfeed/{outcome}")
+            self._count(outcome)
             woken = woken or outcome in ("source", "page")
-        if stats is not None:
-            stats.inc_value("echo/signalfeed/rows", len(rows))
+        self._count("rows", len(rows))
         if woken:
             # A signalled source may be due now, not at the engine's next heartbeat.
             runtime.wake_engine()
         return len(rows)
-
-    def read_files(self) -> int:
-        """The next batch of what each signal feed file gained since the last read (at most
-        ``batch_lines``: :class:`~scrapy_echo.inputs.feed_reader.FeedReader`); returns the
-        rows taken."""
-        taken = 0
-        stats = self.runtime.crawler.stats
-        for reader in self.readers:
-            taken += self.add(reader.read())
-            if reader.missing and stats is not None:  # (logged by the reader when it went)
-                stats.inc_value("echo/signalfeed/missing")
-            if reader.behind and stats is not None:  # (logged by the reader when it fell behind)
-                stats.inc_value("echo/signalfeed/behind")
-            for kind, new in reader.new_invalid().items():
-                if stats is not None:
-                    stats.inc_value("echo/signalfeed/invalid", new)
-                    stats.inc_value(f"echo/signalfeed/invalid/{kind}", new)
-        return taken
-
-    def count_invalid(self, kind: str, message: str) -> None:
-        """Count a bad signal row; log the first of each kind."""
-        if kind not in self._kinds_logged:
-            self._kinds_logged.add(kind)
-            logger.warning("ECHO skipped a bad signal row (%s); more are only counted", message)
-        stats = self.runtime.crawler.stats
-        if stats is not None:
-            stats.inc_value("echo/signalfeed/invalid")
-            stats.inc_value(f"echo/signalfeed/invalid/{kind}")
 
 
 __all__ = ["SignalFeedReader", "SignalIntake", "SignalRow", "parse_signal"]

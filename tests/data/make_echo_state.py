@@ -38,7 +38,7 @@ def main() -> None:
         state.source_dispatched(0, 940.0)
         state.source_dispatched(1, 990.0)
         scheduler.enqueue_request(Request("http://a.test/plain"))
-        assert runtime.add_clicks(runtime.feeds[0].read()) == 1
+        assert runtime.click_intake.add(runtime.click_intake.readers[0].read()) == 1
         scheduler.close("shutdown")
         shutil.copy(Path(tmp) / "job" / FILE_NAME, HERE / f"echo-state-v{VERSION}.json")
 

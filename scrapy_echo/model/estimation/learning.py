@@ -6,27 +6,32 @@ time) and each batch of clicks, and at every re-solve it answers with ``Î», P, Î
 (:class:`scrapy_echo.model.decisions.policies.Estimates`), cold-start defaults filling what it does
 not know yet.
 
-Clicks may arrive for a page before the crawler has fetched it (analytics see a page from the
-moment it is published). Such clicks wait in a bounded buffer for up to ``pending_horizon``
-seconds, and are folded in if the page is crawled in time; otherwise they are dropped and
-counted, as are clicks for pages never crawled.
+Clicks may arrive for a page before the crawler has fetched it: they wait in
+:class:`~scrapy_echo.model.estimation.pending_clicks.PendingClicks` for up to
+``pending_horizon`` seconds.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from scrapy_echo.model.estimation.click_refit import ClickRefit, fit_click_table, pad_rows
+from scrapy_echo.model.estimation.click_refit import (
+    ClickRefit,
+    fit_click_table,
+    fit_data,
+    fit_from_data,
+    pad_rows,
+)
 from scrapy_echo.model.estimation.clicks import ClickHistogram, ClickTable, usable_clicks
 from scrapy_echo.model.estimation.crawl_history import CrawlHistory
 from scrapy_echo.model.estimation.estimators import DecayFit
+from scrapy_echo.model.estimation.pending_clicks import PendingClicks
 from scrapy_echo.model.estimation.predictive import (
     CANDIDATES,
     PROFIT_CANDIDATES,
@@ -78,12 +83,7 @@ class SourceLearner:
         self.crawls = CrawlHistory(sources, history=history)
         self.clicks = ClickHistogram(bin_width=bin_width, bins=bins, grace=grace)
         self.cold = cold if cold is not None else ColdStart()
-        self.pending_horizon = float(pending_horizon)
-        self.max_pending = int(max_pending)
-        # page -> [(ts, count), ...]: clicks that came before the page was crawled
-        self._pending: OrderedDict[Hashable, list[tuple[float, float]]] = OrderedDict()
-        self._pending_rows = 0
-        self.dropped_clicks = 0  # rows never matched to a crawled page
+        self._pending = PendingClicks(pending_horizon, max_pending)
         self.received = 0.0  # every click the feed brought: a check that none came twice
         self._sources = sources
         self._fit: DecayFit | None = None
@@ -131,7 +131,12 @@ class SourceLearner:
     @property
     def pending_clicks(self) -> int:
         """Click rows waiting for their page to be crawled."""
-        return self._pending_rows
+        return self._pending.count
+
+    @property
+    def dropped_clicks(self) -> int:
+        """Click rows dropped before their page was crawled (too old or too many)."""
+        return self._pending.dropped
 
     def grow(self, sources: int) -> None:
         """Make room for ``sources`` sources (added at run time)."""
@@ -165,9 +170,8 @@ class SourceLearner:
         ``appeared``."""
         self.grow(source + 1)
         self.clicks.add_page(page, source=source, appeared=appeared, crawled=crawled)
-        waiting = self._pending.pop(page, None)
+        waiting = self._pending.release(page)
         if waiting:
-            self._pending_rows -= len(waiting)
             ts, counts = zip(*waiting, strict=True)
             self.clicks.add_clicks([page] * len(waiting), ts, counts)
             self._clicks_changed = True
@@ -198,10 +202,9 @@ class SourceLearner:
             self._clicks_changed = True
             self._click_batches += 1
         for i in unknown:
-            self._pending.setdefault(pages[i], []).append((ts[i], counts[i]))
-        self._pending_rows += len(unknown)
+            self._pending.hold(pages[i], ts[i], counts[i])
         if unknown:
-            self._trim(max(ts))
+            self._pending.trim(max(ts))
 
     def estimates(
         self,
@@ -324,13 +327,13 @@ class SourceLearner:
             "sources": self._sources,
             "clicks": clicks,
             "cold": dataclasses.asdict(self.cold),
-            "pending_horizon": self.pending_horizon,
-            "max_pending": self.max_pending,
-            "pending": [[page, [list(r) for r in rows]] for page, rows in self._pending.items()],
-            "dropped_clicks": self.dropped_clicks,
+            "pending_horizon": self._pending.horizon,
+            "max_pending": self._pending.most,
+            "pending": self._pending.to_data(),
+            "dropped_clicks": self._pending.dropped,
             "received": self.received,
             "refit_every": self.refit_every,
-            "fit": _fit_data(self._fit, self._mean_clicks, self._mean_known, self.dispersion),
+            "fit": fit_data(self._fit, self._mean_clicks, self._mean_known, self.dispersion),
             "fitted_at": self._fitted_at,
             "clicks_changed": self._clicks_changed,
             "predictive": self.predictive.to_data(),
@@ -358,14 +361,11 @@ class SourceLearner:
         )
         out.crawls, out.clicks = crawls, clicks
         out.crawls.grow(out.sources)
-        for page, rows in data["pending"]:
-            out._pending[page] = [(float(ts), float(count)) for ts, count in rows]
-        out._pending_rows = sum(len(rows) for rows in out._pending.values())
-        out.dropped_clicks = int(data["dropped_clicks"])
+        out._pending.load(data["pending"])
+        out._pending.dropped = int(data["dropped_clicks"])
         out.received = float(data["received"])
         if data["fit"] is not None:
-            out._fit, out._mean_clicks, out._mean_known = _fit_from(data["fit"])
-            out.dispersion = _dispersion_from(data["fit"])
+            out._fit, out._mean_clicks, out._mean_known, out.dispersion = fit_from_data(data["fit"])
         out._fitted_at = float(data["fitted_at"])
         out._clicks_changed = bool(data["clicks_changed"])
         # (A snapshot from before a candidate was added starts its scores afresh.)
@@ -404,69 +404,6 @@ class SourceLearner:
         edges = np.arange(table.pages.shape[1] + 1) * table.bin_width
         curve = -np.diff(np.exp(-decay[:before, None] * edges[None, :]), axis=1)
         self.click_scores.observe_all((new_pages * curve).sum(axis=1), new_clicks.sum(axis=1))
-
-    def _trim(self, now: float) -> None:
-        """Drop pending clicks that are too old or too many, oldest page first."""
-        while self._pending and (
-            self._pending_rows > self.max_pending
-            or next(iter(self._pending.values()))[-1][0] < now - self.pending_horizon
-        ):
-            _, rows = self._pending.popitem(last=False)
-            self._pending_rows -= len(rows)
-            self.dropped_clicks += len(rows)
-
-
-def _fit_data(
-    fit: DecayFit | None,
-    mean_clicks: FloatArray,
-    mean_known: NDArray[np.bool_] | None,
-    dispersion: float,
-) -> dict[str, Any] | None:
-    """The last click fit as plain data (arrays copied: a later fit replaces, never changes,
-    them; copied anyway, as every part of a capture is)."""
-    if fit is None:
-        return None
-    arrays = {name: getattr(fit, name).copy() for name in _FIT_FIELDS}
-    known = None if mean_known is None else mean_known.copy()
-    return {
-        **arrays, "mean_clicks": mean_clicks.copy(), "mean_known": known, "dispersion": dispersion,
-    }  # fmt: skip
-
-
-def _dispersion_from(data: dict[str, Any]) -> float:
-    """The saved fit's dispersion (1 in a state saved before it was measured); ``ValueError``
-    if it is not a number >= 1."""
-    value = data.get("dispersion", 1.0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 1:
-        raise ValueError(f"click dispersion {value!r} is not a number >= 1")
-    if not math.isfinite(value):
-        raise ValueError(f"click dispersion {value!r} is not finite")
-    return float(value)
-
-
-def _fit_from(
-    data: dict[str, Any],
-) -> tuple[DecayFit, FloatArray, NDArray[np.bool_] | None]:
-    arrays = {name: np.asarray(data[name]) for name in _FIT_FIELDS}
-    sizes = {array.shape for array in arrays.values()}
-    if len(sizes) != 1 or len(next(iter(sizes))) != 1:
-        raise ValueError("click fit arrays of different shapes")
-    fit = DecayFit(
-        profit=arrays["profit"].astype(np.float64),
-        decay=arrays["decay"].astype(np.float64),
-        pages=arrays["pages"].astype(np.float64),
-        residual=arrays["residual"].astype(np.float64),
-        fitted=arrays["fitted"].astype(bool),
-    )
-    known = data["mean_known"]
-    return (
-        fit,
-        np.asarray(data["mean_clicks"], dtype=np.float64),
-        None if known is None else np.asarray(known, dtype=bool),
-    )
-
-
-_FIT_FIELDS = ("profit", "decay", "pages", "residual", "fitted")
 
 
 def _filled(rates: FloatArray | None, fallback: FloatArray) -> FloatArray:
