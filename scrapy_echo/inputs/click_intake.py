@@ -18,27 +18,14 @@ class ClickIntake(Intake[ClickRow]):
     parameters and the user's normaliser give the page the same key."""
 
     kind = "click"
+    columns = ("url", "ts", "clicks")
 
     def __init__(self, runtime: IntakeHost, clean: Callable[[str], str]) -> None:
         super().__init__(runtime)
         self._clean = clean
 
-    def push(self, rows: Iterable[Any]) -> int:
-        """Rows from other code: ``{"url", "ts", "clicks"}`` mappings (or ``[url, ts,
-        clicks]`` lists, as they travel between workers). Each is checked as a feed row is; a
-        bad one is skipped and counted, never half-applied. Returns the rows taken."""
-        good = []
-        for row in rows:
-            if isinstance(row, list) and len(row) == 3:
-                row = {"url": row[0], "ts": row[1], "clicks": row[2]}
-            if not isinstance(row, Mapping):
-                self.count_invalid("not_object", f"pushed row {row!r:.80} is not a mapping")
-                continue
-            try:
-                good.append(parse_click(row.get("url"), row.get("ts"), row.get("clicks")))
-            except InvalidClickRow as exc:
-                self.count_invalid(exc.kind, f"pushed row {row!r:.80}: {exc}")
-        return self.add(good)
+    def parse(self, row: Mapping[str, Any]) -> ClickRow:
+        return parse_click(row.get("url"), row.get("ts"), row.get("clicks"))
 
     def add(self, rows: Iterable[ClickRow]) -> int:
         """Checked rows: to the planner in Redis mode, else to the learner. A row stamped more

@@ -4,11 +4,11 @@ how a bad row and a reader's troubles are counted (``echo/<kind>feed/...``) and 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from scrapy_echo.core.events import Event
-from scrapy_echo.inputs.feed_reader import FeedReader
+from scrapy_echo.inputs.feed_reader import FeedReader, InvalidClickRow
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,14 +38,37 @@ class Intake(Generic[Row]):
     handed to :meth:`add`, which subclasses define."""
 
     kind = ""
+    columns: tuple[str, ...] = ()  # a row's fields, in the order a list row gives them
 
     def __init__(self, runtime: IntakeHost) -> None:
         self.runtime = runtime
         self.readers: list[FeedReader[Row]] = []  # the extension's file readers
         self._kinds_logged: set[str] = set()
 
+    def parse(self, row: Mapping[str, Any]) -> Row:
+        """One row's values checked; :class:`~scrapy_echo.inputs.feed_reader.InvalidClickRow`
+        if they are not a row."""
+        raise NotImplementedError
+
     def add(self, rows: Iterable[Row]) -> int:
         raise NotImplementedError
+
+    def push(self, rows: Iterable[Any]) -> int:
+        """Rows from other code: mappings of :attr:`columns` (or lists of their values in
+        that order, as they travel between workers). Each is checked as a feed row is; a bad
+        one is skipped and counted, never half-applied. Returns the rows taken."""
+        good = []
+        for row in rows:
+            if isinstance(row, list) and len(row) == len(self.columns):
+                row = dict(zip(self.columns, row, strict=True))
+            if not isinstance(row, Mapping):
+                self.count_invalid("not_object", f"pushed row {row!r:.80} is not a mapping")
+                continue
+            try:
+                good.append(self.parse(row))
+            except InvalidClickRow as exc:
+                self.count_invalid(exc.kind, f"pushed row {row!r:.80}: {exc}")
+        return self.add(good)
 
     def read_files(self) -> int:
         """The next batch of what each feed file gained since the last read (at most

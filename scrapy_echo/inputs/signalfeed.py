@@ -59,23 +59,10 @@ class SignalIntake(Intake[SignalRow]):
     matched to sources by the core; everything counted."""
 
     kind = "signal"
+    columns = _COLUMNS
 
-    def push(self, rows: Iterable[Any]) -> int:
-        """Rows from other code: ``{"url", "ts"}`` mappings (or ``[url, ts]`` pairs, as they
-        travel between workers). Each is checked as a feed row is; a bad one is skipped and
-        counted, never half-applied. Returns the rows taken."""
-        good = []
-        for row in rows:
-            if isinstance(row, list) and len(row) == 2:
-                row = {"url": row[0], "ts": row[1]}
-            if not isinstance(row, Mapping):
-                self.count_invalid("not_object", f"pushed row {row!r:.80} is not a mapping")
-                continue
-            try:
-                good.append(parse_signal(row.get("url"), row.get("ts")))
-            except InvalidClickRow as exc:
-                self.count_invalid(exc.kind, f"pushed row {row!r:.80}: {exc}")
-        return self.add(good)
+    def parse(self, row: Mapping[str, Any]) -> SignalRow:
+        return parse_signal(row.get("url"), row.get("ts"))
 
     def add(self, rows: Iterable[SignalRow]) -> int:
         """Checked rows: to the planner in Redis mode, else to the core. A signal stamped
