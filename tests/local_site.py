@@ -18,11 +18,13 @@ import random
 import re
 import threading
 import time
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -60,10 +62,12 @@ class LocalNewsSite:
         self.slow = slow
         self.started = time.time()
         self.hits: Counter[str] = Counter()
-        self.hit_log: list[tuple[float, str]] = []  # (time, path) of every request
+        # (time, path) of every request; the time is the connection's accept (one request a
+        # connection: HTTP/1.0), before a handler thread starts, which lags on a loaded machine
+        self.hit_log: list[tuple[float, str]] = []
         self.first_fetch: dict[str, float] = {}
         self.lock = threading.Lock()
-        self._server = ThreadingHTTPServer((host, 0), _handler(self))
+        self._server = _StampingServer((host, 0), _handler(self))
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self._threads: list[threading.Thread] = []
@@ -205,6 +209,18 @@ class LocalNewsSite:
         return total
 
 
+class _StampingServer(ThreadingHTTPServer):
+    """Notes when each connection was accepted, for the handler to stamp its request with."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.accepted: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.accepted[request] = time.time()
+        super().process_request(request, client_address)
+
+
 _ARTICLE = re.compile(r"^/a/([\w-]+)/(\d+)\.html$")
 _HUB = re.compile(r"^/s/([\w-]+)/$")
 
@@ -222,9 +238,11 @@ def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             path = self.path.split("?")[0]
+            server: Any = self.server
+            stamp = server.accepted.pop(self.request, None) or time.time()
             with site.lock:
                 site.hits[path] += 1
-                site.hit_log.append((time.time(), path))
+                site.hit_log.append((stamp, path))
             hub, article = _HUB.match(path), _ARTICLE.match(path)
             dead = site.dies_after is not None and time.time() - site.started >= site.dies_after
             if dead:
