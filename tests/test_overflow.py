@@ -224,3 +224,25 @@ def test_echo_report_names_the_sources_whose_rate_is_only_a_floor() -> None:
     # The reference's estimate is the paper's count; echo-censored's is the floor raised.
     paper = Report.from_snapshot(snapshot, policy="echo-paper", budget=1.0)
     assert report.estimates.link_rate[0] > 2 * paper.estimates.link_rate[0]
+
+
+@pytest.mark.parametrize("dated_share", [0.0, 1.0])
+def test_the_full_hub_model_acts_only_where_listings_are_dated(dated_share: float) -> None:
+    # Why switching off the censoring-aware counts (and with them the full-hub model) changes
+    # no digit on the real traces, none of which dates its listings: undated, a full hub's
+    # count is the paper's (a floor stays a count) and no hub is planned as full.
+    trace = synthesize(
+        SynthParams(
+            sources=80, days=2, warmup_days=1, seed=4, hub_items=(5, 5), listing_share=0.0,
+            dated_share=dated_share,
+        )
+    )  # fmt: skip
+    settings = SimSettings(crawl_rate=0.02)
+    replays = {
+        name: simulate(trace, make_policy(name), settings)
+        for name in ("echo-newpages", "echo-newpages-without-censoring_aware")
+    }
+    core = replays["echo-newpages"].core
+    assert core is not None and sum(core.state.overflow.overflows) > 10  # hubs did overflow
+    crawls = [replay.crawls_per_source for replay in replays.values()]
+    assert np.array_equal(*crawls) == (dated_share == 0.0)
