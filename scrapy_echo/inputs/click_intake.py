@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from scrapy_echo.core.events import ClicksArrived
-from scrapy_echo.inputs.clickfeed import ClickRow, check_not_ahead, parse_click
+from scrapy_echo.inputs.clickfeed import ClickFeedReader, ClickRow, check_not_ahead, parse_click
 from scrapy_echo.inputs.feed_reader import InvalidClickRow
 from scrapy_echo.inputs.intake import Intake, IntakeHost
 
@@ -18,7 +18,7 @@ class ClickIntake(Intake[ClickRow]):
     parameters and the user's normaliser give the page the same key."""
 
     kind = "click"
-    columns = ("url", "ts", "clicks")
+    columns = ClickFeedReader.columns  # (a pushed row has a feed row's fields)
 
     def __init__(self, runtime: IntakeHost, clean: Callable[[str], str]) -> None:
         super().__init__(runtime)

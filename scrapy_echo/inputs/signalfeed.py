@@ -59,7 +59,7 @@ class SignalIntake(Intake[SignalRow]):
     matched to sources by the core; everything counted."""
 
     kind = "signal"
-    columns = _COLUMNS
+    columns = SignalFeedReader.columns  # (a pushed row has a feed row's fields)
 
     def parse(self, row: Mapping[str, Any]) -> SignalRow:
         return parse_signal(row.get("url"), row.get("ts"))
