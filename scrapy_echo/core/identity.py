@@ -24,6 +24,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import tldextract
 from w3lib.url import canonicalize_url
 
+from scrapy_echo.core.unexpected import note_unexpected
+
 logger = logging.getLogger(__name__)
 
 # Parameters that say how a reader arrived, never which page they read. Glob patterns,
@@ -125,8 +127,11 @@ class PageIdentity:
                     logger.warning("ECHO URL normaliser failed on %s: %s", url, exc)
         try:
             return canonicalize_url(stripped)
-        except Exception as exc:  # w3lib raises whatever the parsing underneath it raises
+        except ValueError as exc:  # UnicodeError and idna's errors included
             raise ValueError(f"not a URL: {url!r:.80} ({exc})") from None
+        except Exception as exc:  # a change in w3lib, not a bad URL: counted, logged once
+            note_unexpected("identity/canonicalize_url", exc)
+            raise ValueError(f"not cleaned: {url!r:.80} ({exc!r})") from None
 
     def key(self, url: str) -> str:
         """What pages and sources are compared by: the clean URL, scheme folded."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from scrapy import signals
 from twisted.internet.task import LoopingCall
 
+from scrapy_echo.core.unexpected import unexpected_counts
 from scrapy_echo.crawler.runtime import EchoComponent, EchoRuntime
 from scrapy_echo.inputs.clickfeed import ClickFeedReader
 from scrapy_echo.inputs.feed_reader import FeedReader
@@ -87,6 +88,14 @@ class EchoExtension(EchoComponent):
         for call in self._reading_on.values():
             if call.active():
                 call.cancel()
+        self._set_unexpected_stats()
+
+    def _set_unexpected_stats(self) -> None:
+        """Library calls that failed in ways not documented (:mod:`scrapy_echo.core.unexpected`)."""
+        stats = self.crawler.stats
+        if stats is not None:
+            for key, count in unexpected_counts().items():
+                stats.set_value(f"echo/unexpected/{key}", count)
 
     def log_status(self) -> dict[str, float]:
         """Log the status line and set its stats; returns its figures."""
@@ -95,6 +104,7 @@ class EchoExtension(EchoComponent):
         if stats is not None:
             for key, value in figures.items():
                 stats.set_value(f"echo/status/{key}", value)
+        self._set_unexpected_stats()
         retired = f", {figures['retired']:.0f} retired" if figures["retired"] else ""
         logger.info(
             "ECHO: %d sources scheduled, %d idle%s; %d new pages waiting; %.2f requests/s of a "

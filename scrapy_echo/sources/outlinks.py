@@ -36,12 +36,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
+from scrapy.utils.response import get_base_url
 
 from scrapy_echo.core.defaults import DEFAULTS
 from scrapy_echo.core.identity import PageIdentity, SameSite, site_of
+from scrapy_echo.core.unexpected import note_unexpected
 from scrapy_echo.sources.address_guard import AddressGuard
 from scrapy_echo.sources.feeds import looks_like_json_feed, parse_feed, parse_json_feed
 from scrapy_echo.sources.pagination import next_page
@@ -134,14 +137,15 @@ def read_source(
     except UnpackedTooLarge as exc:
         return SourceContent("too-large", too_large=str(exc))
     content = SourceContent(raw.kind, error=raw.error)
+    base = _base_url(response)
     if raw.kind == "html" and isinstance(response, TextResponse):
         after = next_page(response)
-        clean_after = _clean(identity, response, after) if after else None
+        clean_after = _clean(identity, base, after) if after else None
         if clean_after is not None and not (guard is not None and guard.refusal(clean_after)):
             content.next_page = clean_after
     seen: set[str] = {content.next_page} if content.next_page else set()
     for url, published in raw.links:
-        clean = _clean(identity, response, url)
+        clean = _clean(identity, base, url)
         if clean is None:
             content.bad_urls += 1
         elif clean in seen or (same_site is not None and not same_site.allows(site, clean)):
@@ -159,7 +163,7 @@ def read_source(
     dates = raw.source_dates or [None] * len(raw.sources)
     added: set[str] = set()
     for url, changed in zip(raw.sources, dates, strict=True):
-        clean = _clean(identity, response, url)
+        clean = _clean(identity, base, url)
         if clean is None:
             content.bad_urls += 1
         elif clean in added:
@@ -282,10 +286,25 @@ def _guard_refuses(guard: AddressGuard | None, url: str, content: SourceContent)
     return refusal is not None
 
 
-def _clean(identity: PageIdentity, response: Response, url: str) -> str | None:
+def _base_url(response: Response) -> str:
+    """What the response's relative links are relative to (its ``<base href>``, else its URL),
+    read once per response: Scrapy reads it through the response's encoding, a third-party
+    call that may fail for reasons that have nothing to do with any one link."""
+    if not isinstance(response, TextResponse):
+        return response.url
     try:
-        clean = identity.clean(response.urljoin(url.strip()))
-    except Exception:  # w3lib and urllib raise what the URL parsing underneath them raises
+        return get_base_url(response)
+    except ValueError:  # a <base href> that is no URL
+        return response.url
+    except Exception as exc:  # a change in Scrapy or w3lib: counted, logged once
+        note_unexpected("outlinks/base_url", exc)
+        return response.url
+
+
+def _clean(identity: PageIdentity, base: str, url: str) -> str | None:
+    try:
+        clean = identity.clean(urljoin(base, url.strip()))
+    except ValueError:  # what urllib and w3lib raise for a bad URL (identity counts the rest)
         return None
     return clean if clean.startswith(("http://", "https://")) else None
 
