@@ -11,7 +11,16 @@ from scrapy_echo.crawler.settings import EchoConfig
 from scrapy_echo.sim.engine import PAPER_SETUP, SimSettings
 
 # The simulator's own knobs: what the replayed world gives the crawler, not how it crawls.
-_SIM_ONLY = {"crawl_rate", "rate_changes", "clicks", "signals", "clicks_before_crawl", "identity"}
+_SIM_ONLY = {
+    "crawl_rate",
+    "rate_changes",
+    "clicks",
+    "signals",
+    "clicks_before_crawl",
+    "identity",
+    "hosts",  # (whether the replay honours the trace's hosts: the web's, not the crawl's)
+    "download_time",
+}
 
 
 def test_the_simulators_defaults_are_the_crawls() -> None:

@@ -52,6 +52,11 @@ from scrapy_echo.model.intervals.plan import Plan
 
 logger = logging.getLogger(__name__)
 
+# Choices a driver may get for busy hosts in one call before it leaves the slot idle (each is
+# put back and its source set aside for the rest of the call): the live scheduler's and the
+# replay's alike, so that both choose the same.
+BUSY_TRIES = 16
+
 
 class CrawlCore:
     """The crawl state and policy, changed only through :meth:`apply` and friends."""

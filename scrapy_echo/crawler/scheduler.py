@@ -34,6 +34,7 @@ from scrapy import Request
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.task import LoopingCall
 
+from scrapy_echo.core.crawl import BUSY_TRIES
 from scrapy_echo.core.events import SourceAdded
 from scrapy_echo.core.pages import Dispatch, NewPage
 from scrapy_echo.crawler.busy_slots import BusySlots
@@ -68,9 +69,6 @@ logger = logging.getLogger(__name__)
 _BURST_SECONDS = 1.0
 # Longest nap between wake-ups when nothing is due (new sources or pages may arrive).
 _MAX_NAP = 1.0
-# Choices the policy may make for busy download slots in one call before the slot is left
-# idle (each is put back and its source set aside for the rest of the call).
-_MAX_TRIES = 16
 # Plain requests looked at for one whose download slot is free.
 _PLAIN_SCAN = 32
 
@@ -374,7 +372,7 @@ class EchoScheduler(EchoComponent):
         core = self.runtime.core
         skipped = core.duplicates_skipped
         try:
-            for _ in range(_MAX_TRIES):
+            for _ in range(BUSY_TRIES):
                 dispatched = core.dispatch(now, blocked)
                 if dispatched is None:
                     return None

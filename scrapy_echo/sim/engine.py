@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -39,12 +40,14 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from scrapy_echo.core.crawl import CrawlCore
+from scrapy_echo.core.crawl import BUSY_TRIES, CrawlCore
 from scrapy_echo.core.defaults import DEFAULTS
-from scrapy_echo.core.events import PageFetched, SourceFetched
+from scrapy_echo.core.events import PageFetched, SourceFailed, SourceFetched
 from scrapy_echo.core.identity import PageIdentity
+from scrapy_echo.core.pages import Dispatch
 from scrapy_echo.model.decisions.policies import Policy
 from scrapy_echo.model.intervals.curves import FloatArray
+from scrapy_echo.sim.hosts import HostGate, WebHosts
 from scrapy_echo.sim.links import LinkIndex
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.trace import Trace
@@ -108,6 +111,11 @@ class SimSettings:
     # mid-run, as a live crawl's measured throughput does); the plan learns of it at its
     # next re-solve, as a live crawl's does.
     rate_changes: tuple[tuple[float, float], ...] = ()
+    # Whether the replay honours the trace's hosts (hosts.csv: delays, outages, hub pages;
+    # docs/simulator.rst, "Hosts"), and the seconds a download keeps its host busy.
+    hosts: bool = True
+    download_time: float = 0.0
+    max_next_pages: int = _default("ECHO_MAX_NEXT_PAGES")  # next pages read in one hub crawl
 
     def __post_init__(self) -> None:
         for name in (
@@ -120,6 +128,12 @@ class SimSettings:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        if not (math.isfinite(self.download_time) and self.download_time >= 0):
+            raise ValueError(
+                f"download_time must be a finite number >= 0, got {self.download_time!r}"
+            )
+        if self.max_next_pages < 0:
+            raise ValueError(f"max_next_pages must be >= 0, got {self.max_next_pages!r}")
         for name in ("history_size", "click_bins"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
@@ -148,6 +162,12 @@ class Replay:
     crawls_per_source: list[int] = field(default_factory=list)
     core: CrawlCore | None = field(default=None, compare=False, repr=False)  # its final state
     refetches: list[tuple[int, float]] = field(default_factory=list)  # (page, when), in order
+    # With hosts: a hub's next pages read, requests a host refused (503 while down), new
+    # pages whose fetch it refused (lost, as a live crawl loses them), refetches put off.
+    next_pages: int = 0
+    refused: int = 0
+    lost_pages: int = 0
+    refreshes_put_off: int = 0
 
 
 def simulate(
@@ -160,7 +180,8 @@ def simulate(
 ) -> Replay:
     """Run ``policy`` over ``trace``; ``progress`` gets the fraction done now and then, and
     ``decisions``, if given, each slot's fetch as ``(time, kind, url)`` (kind ``"source"``,
-    ``"page"`` or ``"refresh"``)."""
+    ``"page"``, ``"refresh"`` or, on a trace with paginated hubs, ``"next-page"`` with its
+    source's URL)."""
     web = TraceWeb(trace)
     core = CrawlCore(settings, policy)
     state = core.state  # (a replay never replaces it; locals keep the loop lean)
@@ -180,6 +201,8 @@ def simulate(
     report_every = max(1, math.floor(trace.duration * settings.crawl_rate) // 200)
     signals = _Signals(trace if settings.signals else None)
     refreshing = core.refreshing
+    gate = _gate(trace, settings, web.source_urls)
+    next_pages: deque[tuple[int, int, float]] = deque()  # (source, page, crawl before)
     for k, (now, rate) in enumerate(_slot_times(trace.duration, settings)):
         if now >= signals.next_at:
             signals.deliver(core, now, source_urls)
@@ -192,36 +215,52 @@ def simulate(
             replay.solves += 1
             replay.omega.append((now, plan.omega))
             next_resolve += settings.resolve_interval
+        if gate is not None and next_pages and gate.free(next_pages[0][0], now):
+            # As the live scheduler serves a follow-up of its own request first.
+            source, number, before = next_pages.popleft()
+            if decisions is not None:
+                decisions.append((now, "next-page", source_urls[source]))
+            _read_next_page(core, web, gate, replay, next_pages, source, number, before, now)
+            continue
         if refreshing:
             key = core.next_refresh(now)
             if key is not None:
-                page = page_ids[key]
-                source = state.refresh.source_of(key)
-                replay.refetches.append((page, now))
-                if decisions is not None:
-                    decisions.append((now, "refresh", key))
-                core.apply(
-                    PageFetched(
-                        page_urls[page],
-                        source_urls[source or 0],
-                        web.created[page],
-                        now,
-                        digest=web.digest(page, now),
-                        refresh=True,
-                    )
-                )
-                continue
-        dispatched = core.dispatch(now)
+                on = state.refresh.source_of(key) or 0
+                if gate is not None and not gate.free(on, now):
+                    # As the live scheduler: due again when its host frees.
+                    core.refresh_put_back(key, float(gate.free_at[gate.host[on]]))
+                    replay.refreshes_put_off += 1
+                else:
+                    page = page_ids[key]
+                    replay.refetches.append((page, now))
+                    if decisions is not None:
+                        decisions.append((now, "refresh", key))
+                    if gate is None or gate.take(on, now) is None:
+                        core.apply(
+                            PageFetched(
+                                page_urls[page],
+                                source_urls[on],
+                                web.created[page],
+                                now,
+                                digest=web.digest(page, now),
+                                refresh=True,
+                            )
+                        )
+                    continue
+        dispatched = core.dispatch(now) if gate is None else _dispatch_polite(core, gate, now)
         if dispatched is None:
             replay.idle_slots += 1
         elif dispatched.page is not None:
             waiting = dispatched.page
             url = waiting.page.url  # type: ignore[attr-defined]
             page = page_ids[url]
-            replay.page_crawls += 1
-            replay.crawled[page] = now
             if decisions is not None:
                 decisions.append((now, "page", url))
+            if gate is not None and gate.take(waiting.source, now) is not None:
+                replay.lost_pages += 1  # (a live crawl sends no event for it either)
+                continue
+            replay.page_crawls += 1
+            replay.crawled[page] = now
             digest = web.digest(page, now) if refreshing else None
             core.apply(
                 PageFetched(url, source_urls[waiting.source], waiting.appeared, now, digest=digest)
@@ -233,7 +272,19 @@ def simulate(
             if decisions is not None:
                 decisions.append((now, "source", source_urls[source]))
             previous = state.sources[source].last_fetched  # NaN: never crawled
-            shown = web.shown(source, previous, now)
+            if gate is None:
+                shown = web.shown(source, previous, now)
+            else:
+                retry_after = gate.take(source, now)
+                if retry_after is not None:
+                    replay.refused += 1
+                    core.apply(
+                        SourceFailed(source_urls[source], now, "HTTP 503", retry_after=retry_after)
+                    )
+                    continue
+                shown = web.shown(source, previous, now, page=1, size=gate.page_size_of(source))
+                if _follows(core, shown, previous, 1, settings.max_next_pages):
+                    next_pages.append((source, 2, previous))
             for new in core.apply(SourceFetched(source_urls[source], now, shown)):
                 replay.discovered[page_ids[new.url]] = now
                 core.queue(new)
@@ -242,6 +293,76 @@ def simulate(
     if progress is not None:
         progress(1.0)
     return replay
+
+
+def _gate(trace: Trace, settings: SimSettings, source_urls: list[str]) -> HostGate | None:
+    """The replay's per-host gate, if the trace has hosts (and the replay honours them) or
+    downloads take time."""
+    if not settings.hosts or not (trace.hosts or settings.download_time > 0):
+        return None
+    hosts = trace.hosts if trace.hosts is not None else WebHosts()
+    return HostGate(hosts, trace.source_urls, download_time=settings.download_time)
+
+
+def _dispatch_polite(core: CrawlCore, gate: HostGate, now: float) -> Dispatch | None:
+    """The core's dispatch among sources whose host is free, as the live scheduler's
+    (:meth:`scrapy_echo.crawler.scheduler.EchoScheduler.next_echo_request`): a choice that
+    lands on a busy host anyway (a policy that does not look at crawl times) is put back and
+    its source set aside, up to :data:`~scrapy_echo.core.crawl.BUSY_TRIES` times."""
+    blocked = gate.blocked(now)
+    for _ in range(BUSY_TRIES):
+        dispatched = core.dispatch(now, blocked)
+        if dispatched is None or gate.free(dispatched.source, now):
+            return dispatched
+        core.put_back(dispatched)
+        grown = np.zeros(len(core.state.sources), dtype=bool)
+        if blocked is not None:
+            grown[: blocked.size] = blocked
+        grown[dispatched.source] = True
+        blocked = grown
+    return None
+
+
+def _follows(
+    core: CrawlCore,
+    shown: tuple[tuple[str, float | None], ...],
+    previous: float,
+    page: int,
+    most: int,
+) -> bool:
+    """Whether a hub crawl reads the next page after page ``page``, by the live crawl's rule
+    (:meth:`scrapy_echo.crawler.spidermw.EchoSpiderMiddleware._next_page`): not at a first
+    crawl, not past ``most`` next pages, and only when no link of the page was seen before
+    (the hub overflowed since its last crawl)."""
+    if previous != previous or page > most or not shown:
+        return False
+    return not any(core.state.links_seen([url for url, _ in shown]))
+
+
+def _read_next_page(
+    core: CrawlCore,
+    web: TraceWeb,
+    gate: HostGate,
+    replay: Replay,
+    next_pages: deque[tuple[int, int, float]],
+    source: int,
+    number: int,
+    before: float,
+    now: float,
+) -> None:
+    """Page ``number`` of ``source``'s hub, read at ``now`` as part of its crawl (the crawl
+    before it at ``before``); the next one queued if this one too was all new."""
+    url = web.source_urls[source]
+    replay.next_pages += 1
+    if gate.take(source, now) is not None:
+        replay.refused += 1  # (the crawl itself was read: a next page's failure is no crawl's)
+        return
+    shown = web.shown(source, before, now, page=number, size=gate.page_size_of(source))
+    if _follows(core, shown, before, number, replay.settings.max_next_pages):
+        next_pages.append((source, number + 1, before))
+    for new in core.apply(SourceFetched(url, now, shown, continued=True)):
+        replay.discovered[web.page_ids[new.url]] = now
+        core.queue(new)
 
 
 def _slot_times(duration: float, settings: SimSettings) -> Iterator[tuple[float, float]]:
@@ -285,18 +406,27 @@ class TraceWeb:
         self._versions = _Versions(trace)
 
     def shown(
-        self, source: int, previous: float, now: float
+        self, source: int, previous: float, now: float, *, page: int = 1, size: int = 0
     ) -> tuple[tuple[str, float | None], ...]:
         """What a crawl of ``source`` at ``now`` reports, its previous crawl at ``previous``
         (NaN: never): the links that appeared since, and the newest still shown from before
         (all it shows, at a first crawl), each with its stated time if the listing is
-        dated."""
+        dated. With ``size``, the hub shows ``size`` links a page, newest first, and this is
+        its page ``page``: the new links on it, and the newest from before if it reaches
+        that far."""
         links = self.links
         if previous != previous:
             shown = links.visible(source, now)
+            if size:
+                shown = shown[max(0, len(shown) - page * size) : len(shown) - (page - 1) * size]
         else:
             shown = links.appeared_between(source, previous, now)
-            survivor = links.newest_before(source, previous, now)
+            fills = size and len(shown) >= page * size  # the page shows new links only
+            if size:
+                shown = shown[
+                    max(0, len(shown) - page * size) : max(0, len(shown) - (page - 1) * size)
+                ]
+            survivor = None if fills else links.newest_before(source, previous, now)
             if survivor is not None:
                 shown.append(survivor)
         if not shown:

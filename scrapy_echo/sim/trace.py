@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scrapy_echo.model.intervals.curves import FloatArray
+from scrapy_echo.sim.hosts import WebHosts, host_of, load_hosts, write_hosts
 from scrapy_echo.sim.trace_files import (
     IntArray,
     TraceError,
@@ -82,6 +83,8 @@ class Trace:
     # When pages changed after they appeared, sorted by page, then time.
     update_page: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     update_ts: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # What its hosts do to requests (hosts.csv): delays, outages, hub pages; None: nothing.
+    hosts: WebHosts | None = None
 
     def dated(self, source: int) -> bool:
         return bool(self.source_dated.size) and bool(self.source_dated[source])
@@ -193,6 +196,7 @@ def load_trace(path: str | Path) -> Trace:
     order = np.argsort(np.array(click_ts, dtype=np.float64), kind="stable")
     signal_source, signal_ts = load_signals(root, index, duration)
     update_page, update_ts = load_updates(root, pages, created, duration)
+    hosts = load_hosts(root, {host_of(url) for url in source_urls})
     return Trace(
         duration=duration,
         warmup=meta["warmup"],
@@ -217,6 +221,7 @@ def load_trace(path: str | Path) -> Trace:
         source_dated=np.array(dated) if any(dated) else np.zeros(0, dtype=bool),
         update_page=update_page,
         update_ts=update_ts,
+        hosts=hosts,
     )
 
 
@@ -287,6 +292,7 @@ def write_trace(trace: Trace, path: str | Path, *, compress: bool = False) -> No
     else:
         for path in (root / "updates.csv", root / "updates.csv.gz"):
             path.unlink(missing_ok=True)
+    write_hosts(trace.hosts, root)
 
 
 class _writer:  # a context manager used like a function, hence the name

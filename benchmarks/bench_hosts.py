@@ -1,0 +1,79 @@
+"""Policies on webs whose hosts decide the crawl (scrapy_echo.sim.host_scenarios).
+
+Slow valuable hosts: per seed, each policy's fraction of the upper bound and its ratio to BFS
+paced per host (as stock Scrapy paces it) in the same run, with its hub crawls on the slow
+hosts. Bursty paginated hubs: the share of the bursts' pages found, with and without next
+pages. Each replay runs the crawl's short loop (FAST_LOOP) under the hosts' delays.
+
+Run: python benchmarks/bench_hosts.py [--seeds 1,2,3,4,5] [--rate 4] [--duration 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from scrapy_echo.model.decisions.registry import make_policy
+from scrapy_echo.sim.engine import SimSettings, simulate
+from scrapy_echo.sim.host_scenarios import FAST_LOOP, bursty_paginated_hubs, slow_valuable_hosts
+from scrapy_echo.sim.results import score
+
+POLICIES = ("bfs", "echo-paper", "echo-newpages")
+
+
+def slow_hosts(seeds: list[int], rate: float, duration: float) -> None:
+    print(f"slow valuable hosts, {rate:g} requests/s, {duration:g} s: fraction of the bound "
+          "(ratio to BFS) [hub crawls on the slow hosts]")  # fmt: skip
+    ratios: dict[str, list[float]] = {policy: [] for policy in POLICIES}
+    for seed in seeds:
+        trace = slow_valuable_hosts(seed, duration=duration)
+        slow = {
+            i for i, url in enumerate(trace.source_urls) if "news" in (urlsplit(url).hostname or "")
+        }
+        cells = []
+        base = 0.0
+        for policy in POLICIES:
+            replay = simulate(trace, make_policy(policy), SimSettings(rate, **FAST_LOOP))
+            fraction = score(trace, replay).fraction_of_upper_bound
+            base = base or fraction
+            ratios[policy].append(fraction / base)
+            hubs = sum(replay.crawls_per_source[i] for i in slow)
+            cells.append(f"{policy} {fraction:.4f} ({fraction / base:.2f}x) [{hubs}]")
+        print(f"  seed {seed}: " + "; ".join(cells), flush=True)
+    for policy in POLICIES[1:]:
+        print(f"  {policy} / bfs: median {np.median(ratios[policy]):.2f}x, "
+              f"min {min(ratios[policy]):.2f}x over seeds {seeds}")  # fmt: skip
+
+
+def bursts(seeds: list[int]) -> None:
+    print("bursty paginated hubs (12 pages within 1 s every 30 s, 5 a page), 2 requests/s: "
+          "pages found, first page only -> with up to 5 next pages")  # fmt: skip
+    for seed in seeds:
+        trace = bursty_paginated_hubs(seed)
+        window = (trace.page_created >= trace.warmup) & (trace.page_created < trace.duration - 30)
+        cells = []
+        for policy in POLICIES:
+            found = []
+            for pages in (0, 5):
+                settings = SimSettings(2.0, max_next_pages=pages, **FAST_LOOP)
+                replay = simulate(trace, make_policy(policy), settings)
+                found.append(float(np.isfinite(replay.discovered[window]).mean()))
+            cells.append(f"{policy} {found[0]:.1%} -> {found[1]:.1%}")
+        print(f"  seed {seed}: " + "; ".join(cells), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", default="1,2,3,4,5")
+    parser.add_argument("--rate", type=float, default=4.0)
+    parser.add_argument("--duration", type=float, default=600.0)
+    args = parser.parse_args()
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+    slow_hosts(seeds, args.rate, args.duration)
+    bursts(seeds)
+
+
+if __name__ == "__main__":
+    main()
