@@ -201,7 +201,7 @@ def simulate(
     report_every = max(1, math.floor(trace.duration * settings.crawl_rate) // 200)
     signals = _Signals(trace if settings.signals else None)
     refreshing = core.refreshing
-    gate = _gate(trace, settings, web.source_urls)
+    gate = _gate(trace, settings)
     next_pages: deque[tuple[int, int, float]] = deque()  # (source, page, crawl before)
     for k, (now, rate) in enumerate(_slot_times(trace.duration, settings)):
         if now >= signals.next_at:
@@ -295,7 +295,7 @@ def simulate(
     return replay
 
 
-def _gate(trace: Trace, settings: SimSettings, source_urls: list[str]) -> HostGate | None:
+def _gate(trace: Trace, settings: SimSettings) -> HostGate | None:
     """The replay's per-host gate, if the trace has hosts (and the replay honours them) or
     downloads take time."""
     if not settings.hosts or not (trace.hosts or settings.download_time > 0):
