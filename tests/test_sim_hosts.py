@@ -13,9 +13,9 @@ import pytest
 from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.sim.engine import SimSettings, simulate
 from scrapy_echo.sim.host_scenarios import FAST_LOOP, bursty_paginated_hubs, slow_valuable_hosts
-from scrapy_echo.sim.hosts import WebHosts
 from scrapy_echo.sim.trace import Trace, load_trace, write_trace
 from scrapy_echo.sim.trace_files import TraceError
+from scrapy_echo.sim.web_hosts import WebHosts
 
 
 @pytest.fixture(scope="module")

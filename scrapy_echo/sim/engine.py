@@ -47,10 +47,10 @@ from scrapy_echo.core.identity import PageIdentity
 from scrapy_echo.core.pages import Dispatch
 from scrapy_echo.model.decisions.policies import Policy
 from scrapy_echo.model.intervals.curves import FloatArray
-from scrapy_echo.sim.hosts import HostGate, WebHosts
 from scrapy_echo.sim.links import LinkIndex
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.trace import Trace
+from scrapy_echo.sim.web_hosts import HostGate, WebHosts
 
 _PAGE_URL = "https://sim.invalid/p/"
 

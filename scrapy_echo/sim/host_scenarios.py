@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_echo.sim.hosts import WebHosts
 from scrapy_echo.sim.trace import Trace
+from scrapy_echo.sim.web_hosts import WebHosts
 
 # The replay settings these webs are made for (as the live checks set them): re-solve every
 # 5 s, clicks pushed every 2 s into 2 s bins.

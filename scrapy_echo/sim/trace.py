@@ -35,7 +35,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scrapy_echo.model.intervals.curves import FloatArray
-from scrapy_echo.sim.hosts import WebHosts, host_of, load_hosts, write_hosts
 from scrapy_echo.sim.trace_files import (
     IntArray,
     TraceError,
@@ -46,6 +45,7 @@ from scrapy_echo.sim.trace_files import (
     load_updates,
     push_out,
 )
+from scrapy_echo.sim.web_hosts import WebHosts, host_of, load_hosts, write_hosts
 
 # Pages keep being clicked after the trace ends; clicks later than this past the end are
 # almost surely a unit mistake (milliseconds for seconds).
