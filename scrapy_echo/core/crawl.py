@@ -34,6 +34,7 @@ from scrapy_echo.core.events import (
     SourceRemoved,
 )
 from scrapy_echo.core.hosts import SourceHosts
+from scrapy_echo.core.hub_paging import HubPaging
 from scrapy_echo.core.identity import fold_scheme
 from scrapy_echo.core.pages import Dispatch, NewPage
 from scrapy_echo.core.seen import Housekeeping, run_inline
@@ -74,6 +75,9 @@ class CrawlCore:
         # Per source, when the crawl before its last one was: the window of the pages its
         # hub's next pages list (not saved: a resumed crawl takes the last crawl's time).
         self._crawl_started: dict[int, float] = {}
+        # Which hub crawls read on past their first page (the live spider middleware and the
+        # replay ask it alike; not saved: a crawl under way is not resumed past its page).
+        self.paging = HubPaging()
         # Runs the state's upkeep at each re-plan: inline here (the simulator); a live crawl
         # puts the O(n) part on a thread so the reactor never waits for it.
         self.run_housekeeping: Callable[[Housekeeping], None] = run_inline
@@ -94,6 +98,7 @@ class CrawlCore:
         self.state = CrawlState(self.config) if state is None else state
         self.hosts = hosts if hosts is not None else SourceHosts()  # (numbered per state)
         self._crawl_started = {}
+        self.paging = HubPaging()
         if policy is not None:
             self.policy = policy
         self.policy.crawl_times_changed()  # its caches knew other crawl times
@@ -308,6 +313,26 @@ class CrawlCore:
         return self.hosts.limits(
             self.state.sources, capacity, self.config.min_interval, self.config.max_interval
         )
+
+    def next_page_boundary(
+        self, source: int, page: int, urls: Sequence[str], known: Sequence[bool]
+    ) -> int | None:
+        """:meth:`.HubPaging.boundary` on this crawl's state."""
+        return self.paging.boundary(self.state, source, page, urls, known)
+
+    def reads_on(
+        self,
+        source: int,
+        page: int,
+        urls: Sequence[str],
+        known: Sequence[bool],
+        boundary: int | None,
+        *,
+        most: int,
+    ) -> str:
+        """:meth:`.HubPaging.reads_on` on this crawl's state: ``"next"``, ``"stop"`` or
+        ``"cut"``."""
+        return self.paging.reads_on(self.state, source, page, urls, known, boundary, most=most)
 
     # -- decisions ---------------------------------------------------------------------------
     def queue(self, page: NewPage) -> None:

@@ -139,6 +139,14 @@ class EchoSpiderMiddleware(EchoComponent):
         # Where the state is, a link seen before needs no probe (it is no new page); a
         # distributed worker without it probes every link, and the planner sorts them out.
         known = runtime.state.links_seen([url for url, _ in links]) if runtime.holds_state else []
+        index, page = echo.get("source"), echo.get("hub_page", 1)
+        shown = None
+        if isinstance(index, int) and isinstance(page, int) and runtime.holds_state:
+            urls = [url for url, _ in links]
+            shown = runtime.core.next_page_boundary(index, page, urls, known)
+        if shown is not None:
+            # What a next page lists past a link the hub showed before is older still.
+            links, known = links[: shown + 1], known[: shown + 1]
         treated: list[str | None] = ["" if seen else None for seen in known] or [None] * len(links)
         batch = LinkBatch(
             source,
@@ -154,7 +162,7 @@ class EchoSpiderMiddleware(EchoComponent):
         requests = [
             link_request(url, i, callback) for i, (url, _) in enumerate(links) if treated[i] is None
         ]
-        more = self._next_page(response, echo, content, treated)
+        more = self._next_page(response, echo, content, [url for url, _ in links], known, shown)
         return requests if more is None else [*requests, more]
 
     def _next_page(
@@ -162,12 +170,15 @@ class EchoSpiderMiddleware(EchoComponent):
         response: Response,
         echo: dict[str, Any],
         content: SourceContent,
-        treated: list[str | None],
+        links: list[str],
+        known: list[bool],
+        shown: int | None,
     ) -> Request | None:
-        """The request for the hub's next page, when the pages read so far were all new: the
-        hub overflowed since its last crawl, and what it pushed down is there. Not at a
-        source's first crawl (its backlog is not new), nor past ``ECHO_MAX_NEXT_PAGES``, nor
-        in a distributed worker, which does not know which links are new."""
+        """The request for the hub's next page, when the pages read so far show that the
+        hub overflowed since its last crawl (:mod:`scrapy_echo.core.hub_paging`, the rule
+        the replay follows too): what it pushed down is there. Not past
+        ``ECHO_MAX_NEXT_PAGES``, nor in a distributed worker, which does not know which
+        links are new."""
         runtime = self.runtime
         index = echo.get("source")
         if content.next_page is None or not content.links or not runtime.holds_state:
@@ -175,11 +186,14 @@ class EchoSpiderMiddleware(EchoComponent):
         if not isinstance(index, int) or not 0 <= index < len(runtime.state.sources):
             return None
         page = echo.get("hub_page", 1)
-        first = page == 1 and runtime.state.sources[index].crawls == 0
-        if first or any(done is not None for done in treated):
+        if not isinstance(page, int):
             return None
-        if not isinstance(page, int) or page > runtime.config.max_next_pages:
-            self.inc_stat("echo/sources/next_pages_cut")
+        verdict = runtime.core.reads_on(
+            index, page, links, known, shown, most=runtime.config.max_next_pages
+        )
+        if verdict != "next":
+            if verdict == "cut":
+                self.inc_stat("echo/sources/next_pages_cut")
             return None
         self.inc_stat("echo/sources/next_pages")
         meta = {**echo, "hub_page": page + 1}

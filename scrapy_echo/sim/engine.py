@@ -283,7 +283,9 @@ def simulate(
                     )
                     continue
                 shown = web.shown(source, previous, now, page=1, size=gate.page_size_of(source))
-                if _follows(core, shown, previous, 1, settings.max_next_pages):
+                if gate.page_size_of(source) and _reads_on(
+                    core, source, 1, shown, None, settings.max_next_pages
+                ):
                     next_pages.append((source, 2, previous))
             for new in core.apply(SourceFetched(source_urls[source], now, shown)):
                 replay.discovered[page_ids[new.url]] = now
@@ -323,20 +325,22 @@ def _dispatch_polite(core: CrawlCore, gate: HostGate, now: float) -> Dispatch | 
     return None
 
 
-def _follows(
+def _reads_on(
     core: CrawlCore,
-    shown: tuple[tuple[str, float | None], ...],
-    previous: float,
+    source: int,
     page: int,
+    shown: tuple[tuple[str, float | None], ...],
+    boundary: int | None,
     most: int,
 ) -> bool:
-    """Whether a hub crawl reads the next page after page ``page``, by the live crawl's rule
-    (:meth:`scrapy_echo.crawler.spidermw.EchoSpiderMiddleware._next_page`): not at a first
-    crawl, not past ``most`` next pages, and only when no link of the page was seen before
-    (the hub overflowed since its last crawl)."""
-    if previous != previous or page > most or not shown:
+    """Whether a hub crawl reads the page after page ``page`` (at most ``most`` past the
+    first), by the live crawl's rule (:mod:`scrapy_echo.core.hub_paging`), asked before the
+    page's links reach the core."""
+    if not shown:
         return False
-    return not any(core.state.links_seen([url for url, _ in shown]))
+    urls = [url for url, _ in shown]
+    known = core.state.links_seen(urls)
+    return core.reads_on(source, page, urls, known, boundary, most=most) == "next"
 
 
 def _read_next_page(
@@ -358,7 +362,11 @@ def _read_next_page(
         replay.refused += 1  # (the crawl itself was read: a next page's failure is no crawl's)
         return
     shown = web.shown(source, before, now, page=number, size=gate.page_size_of(source))
-    if _follows(core, shown, before, number, replay.settings.max_next_pages):
+    urls = [link for link, _ in shown]
+    boundary = core.next_page_boundary(source, number, urls, core.state.links_seen(urls))
+    if boundary is not None:  # (what it lists past a link shown before is older still)
+        shown = shown[: boundary + 1]
+    if _reads_on(core, source, number, shown, boundary, replay.settings.max_next_pages):
         next_pages.append((source, number + 1, before))
     for new in core.apply(SourceFetched(url, now, shown, continued=True)):
         replay.discovered[web.page_ids[new.url]] = now
