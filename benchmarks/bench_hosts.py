@@ -15,12 +15,12 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.sim.engine import SimSettings, simulate
 from scrapy_echo.sim.host_scenarios import FAST_LOOP, bursty_paginated_hubs, slow_valuable_hosts
 from scrapy_echo.sim.results import score
+from scrapy_echo.sim.sim_policies import make_sim_policy
 
-POLICIES = ("bfs", "echo-paper", "echo-newpages")
+POLICIES = ("bfs", "echo-paper", "echo-newpages", "echo-host-priced", "capacity-greedy")
 
 
 def slow_hosts(seeds: list[int], rate: float, duration: float) -> None:
@@ -35,7 +35,7 @@ def slow_hosts(seeds: list[int], rate: float, duration: float) -> None:
         cells = []
         base = 0.0
         for policy in POLICIES:
-            replay = simulate(trace, make_policy(policy), SimSettings(rate, **FAST_LOOP))
+            replay = simulate(trace, make_sim_policy(policy), SimSettings(rate, **FAST_LOOP))
             fraction = score(trace, replay).fraction_of_upper_bound
             base = base or fraction
             ratios[policy].append(fraction / base)
@@ -58,7 +58,7 @@ def bursts(seeds: list[int]) -> None:
             found = []
             for pages in (0, 5):
                 settings = SimSettings(2.0, max_next_pages=pages, **FAST_LOOP)
-                replay = simulate(trace, make_policy(policy), settings)
+                replay = simulate(trace, make_sim_policy(policy), settings)
                 found.append(float(np.isfinite(replay.discovered[window]).mean()))
             cells.append(f"{policy} {found[0]:.1%} -> {found[1]:.1%}")
         print(f"  seed {seed}: " + "; ".join(cells), flush=True)

@@ -244,6 +244,7 @@ def test_every_named_policy_exists_and_unknown_names_fail() -> None:
         "echo-censored",
         "echo-earned",
         "echo-signal-profit",
+        "echo-host-priced",
         "echo-paper",
         "echo-schedule",
         "echo-greedy",

@@ -14,10 +14,10 @@ from typing import Any
 from scrapy_echo.model.decisions import ablation
 from scrapy_echo.model.decisions.registry import POLICIES
 from scrapy_echo.sim import ablate, frontpages, reddit
+from scrapy_echo.sim.capacity_greedy import CapacityGreedy
 from scrapy_echo.sim.ceiling import Ceiling, ceiling, hindsight_estimates
 from scrapy_echo.sim.cli_output import write_plots
 from scrapy_echo.sim.options import add_replay_options
-from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.rate_errors import rate_errors
 from scrapy_echo.sim.replay_args import (
     half_life_of,
@@ -28,6 +28,7 @@ from scrapy_echo.sim.replay_args import (
 )
 from scrapy_echo.sim.results import Score, score, upper_bound
 from scrapy_echo.sim.search import needed_rate
+from scrapy_echo.sim.sim_policies import SIM_ONLY
 from scrapy_echo.sim.synth import SynthParams, synthesize
 from scrapy_echo.sim.tables import coverage_table, profit_table
 from scrapy_echo.sim.trace import write_trace
@@ -207,10 +208,11 @@ def _policies(spec: str) -> list[str]:
     unknown = [
         n
         for n in names
-        if n not in POLICIES and n != GreedyOracle.name and not n.startswith(ablation.PREFIX)
+        if n not in POLICIES and n not in SIM_ONLY and not n.startswith(ablation.PREFIX)
     ]
     if unknown or not names:
-        raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICY_ORDER)}")
+        known = ", ".join([*POLICY_ORDER, CapacityGreedy.name])
+        raise ValueError(f"unknown policies {unknown}; choose from {known}")
     return names
 
 

@@ -47,6 +47,7 @@ from scrapy_echo.core.identity import PageIdentity
 from scrapy_echo.core.pages import Dispatch
 from scrapy_echo.model.decisions.policies import Policy
 from scrapy_echo.model.intervals.curves import FloatArray
+from scrapy_echo.sim.capacity_greedy import CapacityGreedy
 from scrapy_echo.sim.links import LinkIndex
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.trace import Trace
@@ -195,6 +196,8 @@ def simulate(
     clicks = ClickLog(trace)
     if isinstance(policy, GreedyOracle):
         policy.attach(trace, replay.discovered)
+    elif isinstance(policy, CapacityGreedy):
+        policy.attach(trace, replay.discovered, page_urls)
 
     next_resolve = 0.0
     next_push = settings.click_push_period
@@ -202,6 +205,8 @@ def simulate(
     signals = _Signals(trace if settings.signals else None)
     refreshing = core.refreshing
     gate = _gate(trace, settings)
+    # The plan's per-host capacity, as the live crawl's politeness gives it.
+    capacity = None if gate is None else gate.capacity_by_url(source_urls).__getitem__
     next_pages: deque[tuple[int, int, float]] = deque()  # (source, page, crawl before)
     for k, (now, rate) in enumerate(_slot_times(trace.duration, settings)):
         if now >= signals.next_at:
@@ -211,7 +216,7 @@ def simulate(
                 _push_clicks(core, clicks.until(next_push), replay, settings, page_urls)
             next_push += settings.click_push_period
         if now >= next_resolve:
-            plan = core.replan(now, rate)
+            plan = core.replan(now, rate, capacity)
             replay.solves += 1
             replay.omega.append((now, plan.omega))
             next_resolve += settings.resolve_interval
@@ -282,7 +287,9 @@ def simulate(
                         SourceFailed(source_urls[source], now, "HTTP 503", retry_after=retry_after)
                     )
                     continue
-                shown = web.shown(source, previous, now, page=1, size=gate.page_size_of(source))
+                shown = web.shown(
+                    source, previous, now, size=gate.page_size_of(source), newest_first=True
+                )
                 if gate.page_size_of(source) and _reads_on(
                     core, source, 1, shown, None, settings.max_next_pages
                 ):
@@ -361,7 +368,9 @@ def _read_next_page(
     if gate.take(source, now) is not None:
         replay.refused += 1  # (the crawl itself was read: a next page's failure is no crawl's)
         return
-    shown = web.shown(source, before, now, page=number, size=gate.page_size_of(source))
+    shown = web.shown(
+        source, before, now, page=number, size=gate.page_size_of(source), newest_first=True
+    )
     urls = [link for link, _ in shown]
     boundary = core.next_page_boundary(source, number, urls, core.state.links_seen(urls))
     if boundary is not None:  # (what it lists past a link shown before is older still)
@@ -414,19 +423,29 @@ class TraceWeb:
         self._versions = _Versions(trace)
 
     def shown(
-        self, source: int, previous: float, now: float, *, page: int = 1, size: int = 0
+        self,
+        source: int,
+        previous: float,
+        now: float,
+        *,
+        page: int = 1,
+        size: int = 0,
+        newest_first: bool = False,
     ) -> tuple[tuple[str, float | None], ...]:
         """What a crawl of ``source`` at ``now`` reports, its previous crawl at ``previous``
         (NaN: never): the links that appeared since, and the newest still shown from before
         (all it shows, at a first crawl), each with its stated time if the listing is
-        dated. With ``size``, the hub shows ``size`` links a page, newest first, and this is
-        its page ``page``: the new links on it, and the newest from before if it reaches
-        that far."""
+        dated. With ``size``, the hub shows ``size`` links a page, and this is its page
+        ``page``: the new links on it, and the newest from before if it reaches that far.
+        ``newest_first``: in a hub's order, newest first (a replay with hosts; the core
+        fetches the first listed of a crawl's undated links first), else oldest first."""
         links = self.links
         if previous != previous:
             shown = links.visible(source, now)
             if size:
                 shown = shown[max(0, len(shown) - page * size) : len(shown) - (page - 1) * size]
+            if newest_first:
+                shown.reverse()
         else:
             shown = links.appeared_between(source, previous, now)
             fills = size and len(shown) >= page * size  # the page shows new links only
@@ -434,6 +453,8 @@ class TraceWeb:
                 shown = shown[
                     max(0, len(shown) - page * size) : max(0, len(shown) - (page - 1) * size)
                 ]
+            if newest_first:
+                shown.reverse()
             survivor = None if fills else links.newest_before(source, previous, now)
             if survivor is not None:
                 shown.append(survivor)

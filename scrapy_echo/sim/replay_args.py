@@ -7,13 +7,12 @@ import argparse
 import math
 import time
 
-from scrapy_echo.model.decisions.registry import make_policy
 from scrapy_echo.model.estimation.scoreboard import estimator_scores, estimator_text
 from scrapy_echo.sim.cli_output import Progress
 from scrapy_echo.sim.engine import Replay, SimSettings, simulate
 from scrapy_echo.sim.freshness import freshness
-from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.results import Score, score
+from scrapy_echo.sim.sim_policies import make_sim_policy
 from scrapy_echo.sim.synth import SynthParams, synthesize
 from scrapy_echo.sim.trace import Trace, load_trace
 
@@ -75,11 +74,7 @@ def replay_policy(trace: Trace, name: str, rate: float, args: argparse.Namespace
     )
     started = time.monotonic()
     bar = Progress(f"{name} @ {rate:g}/s")
-    policy = (
-        GreedyOracle(seed=args.seed)
-        if name == GreedyOracle.name
-        else make_policy(name, seed=args.seed)
-    )
+    policy = make_sim_policy(name, seed=args.seed)
     replay = simulate(trace, policy, settings, progress=bar)
     bar.done(time.monotonic() - started)
     return replay

@@ -165,6 +165,16 @@ class HostGate:
         self.free_at[h] = now + self.delay[h]
         return None
 
+    def capacity_by_url(self, urls: list[str]) -> dict[str, float]:
+        """Requests per second each host takes (``1/delay``; ``inf`` without one), keyed by
+        the host names of ``urls``, the replay's URLs of the sources in trace order: what the
+        live crawl's politeness gives the plan (``Politeness.capacity``)."""
+        out: dict[str, float] = {}
+        for url, h in zip(urls, self.host.tolist(), strict=True):
+            delay = self.delay[h]
+            out[host_of(url)] = 1.0 / delay if delay > 0 else math.inf
+        return out
+
     def page_size_of(self, source: int) -> int:
         return self.page_size[int(self.host[source])]
 

@@ -50,6 +50,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from scrapy_echo.model.decisions.frontier import Frontier
 from scrapy_echo.model.decisions.policies import Decision, EchoPaper, Solved, SolveJob
 from scrapy_echo.model.decisions.recrawl_index import best_early_recrawl, early_recrawl_values
 from scrapy_echo.model.estimation.change_signals import (
@@ -61,10 +62,14 @@ from scrapy_echo.model.estimation.change_signals import (
 from scrapy_echo.model.estimation.overlap import credit_overlaps
 from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.intervals.full_hubs import FullHubs, solve_with_full_hubs
+from scrapy_echo.model.intervals.host_requests import hub_value_per_request
 from scrapy_echo.model.intervals.limits import ScheduleLimits
 from scrapy_echo.model.intervals.plan import Estimates, Plan
 from scrapy_echo.model.intervals.schedule import IntervalSolution
 
+# New pages a hub crawl on a saturated host is weighed with at most (a hub shows about as
+# many on its first page).
+_PAGES_PER_HUB_CRAWL = 10
 # Trusted sources' ids, recall, false-signal rate and most links a signal counts for.
 _Trusted = tuple[NDArray[np.intp], FloatArray, FloatArray, FloatArray]
 
@@ -91,6 +96,12 @@ class EchoNewPages(EchoPaper):
     # that never falls) rather than add the decayed profit they promise (echo-signal-profit):
     # measured ahead at every budget of three traces with signals (docs/benchmarks.rst).
     signals_move_clock: ClassVar[bool] = True
+    # Whether a request to a host whose capacity binds goes where it pays most per request of
+    # that host: a waiting page, or a hub crawl valued with the pages it will reveal
+    # (model.intervals.host_requests; docs/how-it-works.rst, "Per-host capacity"). Off here:
+    # with the learned estimates it lost to the default on the slow valuable hosts' webs
+    # (docs/benchmarks.rst, "Hosts"); ``echo-host-priced`` keeps it as an experiment.
+    prices_host_requests: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         super().__init__(seed=seed, repair_solves=repair_solves)
@@ -98,6 +109,13 @@ class EchoNewPages(EchoPaper):
         # links a signal may count for, learned once per plan.
         self._signal_plan: tuple[Plan | None, _Trusted] = (None, _no_trusted_signals())
         self.full_hubs = FullHubs.empty()  # the last solve's (planned as full)
+        # Per source, whether its host's capacity binds in the plan, and its host's delay
+        # (1/capacity), for the plan they were worked out for.
+        self._saturated: tuple[Plan | None, NDArray[np.intp], FloatArray] = (
+            None,
+            np.zeros(0, dtype=np.intp),
+            np.zeros(0),
+        )
 
     def solve_job(self, estimates: Estimates, crawl_rate: float) -> SolveJob:
         if self.overlaps:
@@ -142,6 +160,75 @@ class EchoNewPages(EchoPaper):
 
         solution, hubs = solve_with_full_hubs(estimates, crawl_rate, solve, bounds=bounds)
         return Solved(solution, hubs)
+
+    # -- hosts whose capacity binds ------------------------------------------------------
+    def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
+        decision = super().choose(now, last_crawl, frontier)
+        if decision is None or not (self.prices_host_requests and self.uses_limits):
+            return decision
+        if decision.kind == "source" and math.isnan(last_crawl[decision.source]):
+            return decision  # (a first crawl: what the source lists is still unknown)
+        return self._host_priced(now, last_crawl, frontier, decision)
+
+    def _host_priced(
+        self, now: float, last_crawl: FloatArray, frontier: Frontier, decision: Decision
+    ) -> Decision:
+        """``decision``, or the best request a saturated host that is free can take if it
+        is worth more: on such a host each request displaces another, so its waiting pages
+        and its hubs' crawls are weighed by value per request of that host (a hub crawl with
+        the pages it will reveal: :func:`hub_value_per_request`). ``decision`` on a
+        saturated host is always weighed so; elsewhere it keeps its slot unless the best
+        such request is worth more than it (a page's value, or a crawl's, ``ω``)."""
+        plan = self.plan
+        which, delay = self._saturated_sources(plan)
+        if not which.size:
+            return decision
+        which = which[which < last_crawl.size]
+        est = plan.estimates
+        held = self._held_back(now, last_crawl)[which]
+        hubs = hub_value_per_request(
+            now - held,
+            rate=est.link_rate[which],
+            profit=est.profit[which],
+            decay=est.decay[which],
+            delay=delay[: which.size],
+            most=_PAGES_PER_HUB_CRAWL,
+        )
+        best = Decision("source", int(which[hubs.argmax()])) if hubs.size else decision
+        best_value = float(hubs.max()) if hubs.size else -math.inf
+        waiting, values = self._page_values(now, frontier, plan)
+        mine = np.isin(waiting, which)
+        if mine.any():
+            top = int(np.where(mine, values, -np.inf).argmax())
+            if values[top] > best_value:
+                best, best_value = Decision("page", int(waiting[top])), float(values[top])
+        if best_value <= 0:
+            return decision
+        if np.isin(decision.source, which):
+            return best
+        if decision.kind == "page":
+            hit = np.flatnonzero(waiting == decision.source)
+            worth = float(values[hit[0]]) if hit.size else plan.omega
+        else:
+            worth = plan.omega
+        return best if best_value > worth else decision
+
+    def _saturated_sources(self, plan: Plan) -> tuple[NDArray[np.intp], FloatArray]:
+        """The sources on hosts whose capacity binds in ``plan`` (their ``ν_h`` above
+        ``ω``), and their host's delay, worked out once per plan."""
+        cached, which, delay = self._saturated
+        if cached is plan:
+            return which, delay
+        which, delay = np.zeros(0, dtype=np.intp), np.zeros(0)
+        limits = self.limits
+        if plan.host_omega is not None and limits is not None and plan.omega > 0:
+            padded = limits.padded(len(plan))
+            capacity = padded.capacity[padded.host[: len(plan)]]
+            binds = (plan.host_omega > plan.omega * (1 + 1e-9)) & np.isfinite(capacity)
+            which = np.flatnonzero(binds & (capacity > 0))
+            delay = 1.0 / capacity[which]
+        self._saturated = (plan, which, delay)
+        return which, delay
 
     # -- signals -----------------------------------------------------------------------
     def trusted_signals(self) -> int:
@@ -265,3 +352,12 @@ class EchoSignalProfit(EchoNewPages):
 
     name = "echo-signal-profit"
     signals_move_clock = False
+
+
+class EchoHostPriced(EchoNewPages):
+    """ECHO-newpages with each request to a saturated host weighed by value per request of
+    that host (:meth:`EchoNewPages._host_priced`): an experiment, the default's rule with
+    the capacity-aware greedy's valuation of a hub crawl."""
+
+    name = "echo-host-priced"
+    prices_host_requests = True

@@ -117,6 +117,11 @@ class Frontier:
         self.head_discovered[source] = np.nan
         return len(queue)
 
+    def head(self, source: int) -> WaitingPage:
+        """The page :meth:`pop` would return for ``source``, left waiting (``KeyError`` if
+        it has none)."""
+        return self._queues[source][0][2]
+
     def waiting_sources(self) -> IntArray:
         """Indices of the sources that have at least one page waiting and are not hidden
         (do not modify)."""

@@ -16,7 +16,11 @@ from scrapy_echo.model.decisions.censored_policy import EchoCensored
 from scrapy_echo.model.decisions.cycle_policy import EchoCycles
 from scrapy_echo.model.decisions.discovery_policies import OdWin, RoundRobin
 from scrapy_echo.model.decisions.earned_policy import EchoEarned
-from scrapy_echo.model.decisions.echo_newpages import EchoNewPages, EchoSignalProfit
+from scrapy_echo.model.decisions.echo_newpages import (
+    EchoHostPriced,
+    EchoNewPages,
+    EchoSignalProfit,
+)
 from scrapy_echo.model.decisions.explore_policy import EchoExplore
 from scrapy_echo.model.decisions.policies import EchoPaper, Policy
 from scrapy_echo.model.decisions.signal_policies import Greedy, GreedyCis, LowDiscrepancy
@@ -30,6 +34,7 @@ POLICIES: dict[str, type[Policy]] = {
         EchoCensored,
         EchoEarned,
         EchoSignalProfit,
+        EchoHostPriced,
         EchoPaper,
         EchoSchedule,
         EchoGreedy,
