@@ -46,6 +46,8 @@ from scrapy_echo.crawler.pushback import (
 from scrapy_echo.crawler.reactor_stalls import TICK, ReactorStalls
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -81,6 +83,8 @@ class Politeness:
         self.crawl_delays: dict[str, float] = {}  # host -> robots.txt's Crawl-delay (s)
         self.max_crawl_delay = max_crawl_delay
         self._user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
+        # Monotonic seconds (a test that drives the scheduler on a clock of its own sets it).
+        self.clock: Callable[[], float] = time.monotonic
         self._in_transit: defaultdict[str, deque[float]] = defaultdict(deque)
         self._last_handed: dict[str, float] = {}
         self.pushback = HostPushback(max_wait=max_wait, max_delay=max_crawl_delay)
@@ -128,7 +132,7 @@ class Politeness:
 
     def wait(self, key: str) -> float:
         """Seconds until slot ``key`` can start one more download (0: free now)."""
-        now = time.monotonic()
+        now = self.clock()
         held = self.pushback.wait(key, now)
         if held > 0:
             return held
@@ -154,7 +158,7 @@ class Politeness:
 
     def handed(self, key: str) -> None:
         """A request for slot ``key`` was handed to the engine."""
-        now = time.monotonic()
+        now = self.clock()
         self._in_transit[key].append(now)
         self._last_handed[key] = now
 
@@ -214,7 +218,7 @@ class Politeness:
                 if slot is not None:
                     slot.delay = max(base, self.pushback.delay(key))
             return
-        now = time.monotonic()
+        now = self.clock()
         asked = retry_after_seconds(response.headers.get(b"Retry-After"), now=time.time())
         delay = self._current_delay(key, slot) if slot is not None else self.slot_delay(key)
         hold = self.pushback.refused(key, now, asked, delay, too_many=response.status == TOO_MANY)

@@ -31,6 +31,7 @@ from scrapy_echo.model.decisions.policies import Decision, Policy
 from scrapy_echo.model.intervals.curves import FloatArray
 from scrapy_echo.model.intervals.host_requests import hub_value_per_request
 from scrapy_echo.sim.trace import Trace
+from scrapy_echo.sim.web_hosts import first_sources
 
 _MOST_PAGES = 10  # pages after a hub crawl weighed at most (a hub shows about as many)
 
@@ -55,7 +56,7 @@ class CapacityGreedy(Policy):
         :func:`~scrapy_echo.sim.engine.simulate` calls this before the first slot."""
         del discovered  # (the greedy oracle's signature: this one needs no discoveries)
         n = trace.n_sources
-        own = _first_source(trace)
+        own = first_sources(trace.link_page, trace.link_source, trace.link_appeared, trace.n_pages)
         pages_of = np.bincount(own, minlength=n).astype(np.float64)
         self._rate = pages_of / max(trace.duration, 1.0)
         clicks = np.bincount(own[trace.click_page], trace.click_count, minlength=n)
@@ -96,15 +97,6 @@ class CapacityGreedy(Policy):
             if worth > value:
                 best, value = Decision("page", source), worth
         return best
-
-
-def _first_source(trace: Trace) -> np.ndarray:
-    """Each page's source: the one that listed it first."""
-    order = np.lexsort((trace.link_appeared, trace.link_page))
-    pages, first = np.unique(trace.link_page[order], return_index=True)
-    own = np.zeros(trace.n_pages, dtype=np.intp)
-    own[pages] = trace.link_source[order][first]
-    return own
 
 
 __all__ = ["CapacityGreedy"]

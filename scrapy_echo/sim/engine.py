@@ -51,7 +51,7 @@ from scrapy_echo.sim.capacity_greedy import CapacityGreedy
 from scrapy_echo.sim.links import LinkIndex
 from scrapy_echo.sim.oracle import GreedyOracle
 from scrapy_echo.sim.trace import Trace
-from scrapy_echo.sim.web_hosts import HostGate, WebHosts
+from scrapy_echo.sim.web_hosts import HostGate, WebHosts, first_sources
 
 _PAGE_URL = "https://sim.invalid/p/"
 
@@ -220,8 +220,9 @@ def simulate(
             replay.solves += 1
             replay.omega.append((now, plan.omega))
             next_resolve += settings.resolve_interval
-        if gate is not None and next_pages and gate.free(next_pages[0][0], now):
-            # As the live scheduler serves a follow-up of its own request first.
+        if gate is not None and next_pages and gate.free(gate.source_host(next_pages[0][0]), now):
+            # As the live scheduler serves a follow-up of its own request first, the latest
+            # first (its plain lane's head).
             source, number, before = next_pages.popleft()
             if decisions is not None:
                 decisions.append((now, "next-page", source_urls[source]))
@@ -231,16 +232,16 @@ def simulate(
             key = core.next_refresh(now)
             if key is not None:
                 on = state.refresh.source_of(key) or 0
-                if gate is not None and not gate.free(on, now):
+                page = page_ids[key]
+                if gate is not None and not gate.free(gate.page_host[page], now):
                     # As the live scheduler: due again when its host frees.
-                    core.refresh_put_back(key, float(gate.free_at[gate.host[on]]))
+                    core.refresh_put_back(key, float(gate.free_at[gate.page_host[page]]))
                     replay.refreshes_put_off += 1
                 else:
-                    page = page_ids[key]
                     replay.refetches.append((page, now))
                     if decisions is not None:
                         decisions.append((now, "refresh", key))
-                    if gate is None or gate.take(on, now) is None:
+                    if gate is None or gate.take(gate.page_host[page], now) is None:
                         core.apply(
                             PageFetched(
                                 page_urls[page],
@@ -252,7 +253,9 @@ def simulate(
                             )
                         )
                     continue
-        dispatched = core.dispatch(now) if gate is None else _dispatch_polite(core, gate, now)
+        dispatched = (
+            core.dispatch(now) if gate is None else _dispatch_polite(core, gate, page_ids, now)
+        )
         if dispatched is None:
             replay.idle_slots += 1
         elif dispatched.page is not None:
@@ -261,7 +264,7 @@ def simulate(
             page = page_ids[url]
             if decisions is not None:
                 decisions.append((now, "page", url))
-            if gate is not None and gate.take(waiting.source, now) is not None:
+            if gate is not None and gate.take(gate.page_host[page], now) is not None:
                 replay.lost_pages += 1  # (a live crawl sends no event for it either)
                 continue
             replay.page_crawls += 1
@@ -280,7 +283,7 @@ def simulate(
             if gate is None:
                 shown = web.shown(source, previous, now)
             else:
-                retry_after = gate.take(source, now)
+                retry_after = gate.take(gate.source_host(source), now)
                 if retry_after is not None:
                     replay.refused += 1
                     core.apply(
@@ -293,7 +296,7 @@ def simulate(
                 if gate.page_size_of(source) and _reads_on(
                     core, source, 1, shown, None, settings.max_next_pages
                 ):
-                    next_pages.append((source, 2, previous))
+                    next_pages.appendleft((source, 2, previous))
             for new in core.apply(SourceFetched(source_urls[source], now, shown)):
                 replay.discovered[page_ids[new.url]] = now
                 core.queue(new)
@@ -310,10 +313,19 @@ def _gate(trace: Trace, settings: SimSettings) -> HostGate | None:
     if not settings.hosts or not (trace.hosts or settings.download_time > 0):
         return None
     hosts = trace.hosts if trace.hosts is not None else WebHosts()
-    return HostGate(hosts, trace.source_urls, download_time=settings.download_time)
+    pages = first_sources(trace.link_page, trace.link_source, trace.link_appeared, trace.n_pages)
+    return HostGate(
+        hosts,
+        trace.source_urls,
+        pages,
+        download_time=settings.download_time,
+        longest_hold=settings.failure_backoff_max,
+    )
 
 
-def _dispatch_polite(core: CrawlCore, gate: HostGate, now: float) -> Dispatch | None:
+def _dispatch_polite(
+    core: CrawlCore, gate: HostGate, page_ids: dict[str, int], now: float
+) -> Dispatch | None:
     """The core's dispatch among sources whose host is free, as the live scheduler's
     (:meth:`scrapy_echo.crawler.scheduler.EchoScheduler.next_echo_request`): a choice that
     lands on a busy host anyway (a policy that does not look at crawl times) is put back and
@@ -321,7 +333,14 @@ def _dispatch_polite(core: CrawlCore, gate: HostGate, now: float) -> Dispatch | 
     blocked = gate.blocked(now)
     for _ in range(BUSY_TRIES):
         dispatched = core.dispatch(now, blocked)
-        if dispatched is None or gate.free(dispatched.source, now):
+        if dispatched is None:
+            return None
+        waiting = dispatched.page
+        if waiting is None:
+            host = gate.source_host(dispatched.source)
+        else:  # (a page is on the host its URL names, as a live request's slot is)
+            host = gate.page_host[page_ids[waiting.page.url]]  # type: ignore[attr-defined]
+        if gate.free(host, now):
             return dispatched
         core.put_back(dispatched)
         grown = np.zeros(len(core.state.sources), dtype=bool)
@@ -365,7 +384,7 @@ def _read_next_page(
     before it at ``before``); the next one queued if this one too was all new."""
     url = web.source_urls[source]
     replay.next_pages += 1
-    if gate.take(source, now) is not None:
+    if gate.take(gate.source_host(source), now) is not None:
         replay.refused += 1  # (the crawl itself was read: a next page's failure is no crawl's)
         return
     shown = web.shown(
@@ -376,7 +395,7 @@ def _read_next_page(
     if boundary is not None:  # (what it lists past a link shown before is older still)
         shown = shown[: boundary + 1]
     if _reads_on(core, source, number, shown, boundary, replay.settings.max_next_pages):
-        next_pages.append((source, number + 1, before))
+        next_pages.appendleft((source, number + 1, before))
     for new in core.apply(SourceFetched(url, now, shown, continued=True)):
         replay.discovered[web.page_ids[new.url]] = now
         core.queue(new)
@@ -406,7 +425,9 @@ class TraceWeb:
     shows when crawled, and a page's content digest at a time.
 
     Sources and pages get URLs (``https://h<host>.sim.invalid/s/<id>``, the host numbered
-    after the trace's URL of the source, and ``https://sim.invalid/p/<id>``)."""
+    after the trace's URL of the source, and ``https://sim.invalid/p/<id>``; on a trace with
+    hosts, ``https://h<host>.sim.invalid/p/<id>``, on the host of the source that listed the
+    page first, as a live hub's pages are on its host)."""
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
@@ -417,7 +438,14 @@ class TraceWeb:
             f".sim.invalid/s/{i}"
             for i, url in enumerate(trace.source_urls)
         ]
-        self.page_urls = [f"{_PAGE_URL}{page}" for page in range(trace.n_pages)]
+        if trace.hosts:  # each page on the host of the source that listed it first
+            own = first_sources(
+                trace.link_page, trace.link_source, trace.link_appeared, trace.n_pages
+            ).tolist()
+            host = [urlsplit(url).hostname for url in self.source_urls]
+            self.page_urls = [f"https://{host[own[p]]}/p/{p}" for p in range(trace.n_pages)]
+        else:
+            self.page_urls = [f"{_PAGE_URL}{page}" for page in range(trace.n_pages)]
         self.page_ids = {url: page for page, url in enumerate(self.page_urls)}
         self.created = trace.page_created.tolist()
         self._versions = _Versions(trace)

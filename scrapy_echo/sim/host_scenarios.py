@@ -8,9 +8,13 @@
   valuable hosts; the figures here are this generator's own.)
 - :func:`bursty_paginated_hubs`: hubs that show 5 links a page with the rest on next pages,
   and publish a burst of 12 within a second every 30 s.
+- :func:`daily_bursts`: 20 hubs that change once a day, each at its own hour, about 80 new
+  items a day between them, each item's popularity its own, hubs listing their latest 10:
+  replayed at budgets of a few crawls a day, far fewer than the new pages.
 
-Time runs in seconds, pages lose value within a minute or two: replay them with the crawl's
-short loop settings (:data:`FAST_LOOP`).
+On the first two, time runs in seconds and pages lose value within a minute or two: replay
+them with the crawl's short loop settings (:data:`FAST_LOOP`); the third, with the crawl's
+own.
 """
 
 from __future__ import annotations
@@ -161,4 +165,42 @@ def bursty_paginated_hubs(
     return web.trace(f"bursty-paginated-hubs-{seed}", hosts, warmup)
 
 
-__all__ = ["FAST_LOOP", "bursty_paginated_hubs", "slow_valuable_hosts"]
+__all__ = ["FAST_LOOP", "bursty_paginated_hubs", "daily_bursts", "slow_valuable_hosts"]
+
+
+def daily_bursts(
+    seed: int,
+    *,
+    days: float = 14.0,
+    warmup_days: float = 7.0,
+    hubs: int = 20,
+    items_per_day: float = 80.0,
+    half_life_hours: float = 24.0,
+) -> Trace:
+    """Hubs that change once a day, each at its own hour, with a burst of new items (about
+    ``items_per_day`` between them), each item's popularity its own (lognormal): the regime
+    where the budget is far smaller than the new pages, and a hub crawl that finds pages the
+    plan will not fetch is worth nothing."""
+    duration = days * 86400.0
+    web = _Builder(seed, duration)
+    rng = web.rng
+    mu = math.log(2.0) / (half_life_hours * 3600.0)
+    for k in range(hubs):
+        hour = float(rng.uniform(0.0, 86400.0))
+        times: list[float] = []
+        for day in range(math.ceil(days)):
+            at = day * 86400.0 + hour
+            if at < duration:
+                times += [at] * int(rng.poisson(items_per_day / hubs))
+        source = len(web.source_urls)
+        web.source_urls.append(f"http://daily{k}.sim.example/")
+        web.shows.append(10)
+        for t in times:
+            page = len(web.page_urls)
+            web.page_urls.append(f"http://daily{k}.sim.example/item/{page}")
+            web.created.append(t)
+            web.link_source.append(source)
+            value = float(rng.lognormal(math.log(20.0), 1.2))
+            for delay in rng.exponential(1.0 / mu, int(rng.poisson(value))).tolist():
+                web.clicks.append((page, t + 1200.0 * math.ceil(delay / 1200.0), 1.0))
+    return web.trace(f"daily-bursts-{seed}", WebHosts(), warmup_days * 86400.0)

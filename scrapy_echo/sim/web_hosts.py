@@ -122,23 +122,50 @@ def write_hosts(hosts: WebHosts | None, root: Path) -> None:
             )
 
 
+def first_sources(
+    link_page: NDArray[np.intp],
+    link_source: NDArray[np.intp],
+    appeared: NDArray[np.float64],
+    pages: int,
+) -> NDArray[np.intp]:
+    """Each page's source: the one whose link to it appeared first (its host is the page's)."""
+    order = np.lexsort((appeared, link_page))
+    listed, first = np.unique(link_page[order], return_index=True)
+    own = np.zeros(pages, dtype=np.intp)
+    own[listed] = link_source[order][first]
+    return own
+
+
 class HostGate:
-    """Each host's next free moment in a replay, per source (a page is on its source's host).
+    """Each host's next free moment in a replay; hosts numbered as the sources' first show
+    them, a page on the host of the source that listed it first.
 
     A request to a host makes it busy for its delay, or for the download, whichever is
     longer (one request at a time per host, as ``CONCURRENT_REQUESTS_PER_DOMAIN = 1``); a
-    host that refuses is held until its ``Retry-After``."""
+    host that refuses is held until its ``Retry-After`` (at most ``longest_hold``)."""
 
-    def __init__(self, hosts: WebHosts, source_urls: list[str], *, download_time: float) -> None:
+    def __init__(
+        self,
+        hosts: WebHosts,
+        source_urls: list[str],
+        page_source: NDArray[np.intp],
+        *,
+        download_time: float,
+        longest_hold: float,
+    ) -> None:
         names: dict[str, int] = {}
         self.host = np.array(
             [names.setdefault(host_of(url), len(names)) for url in source_urls], dtype=np.intp
         )
+        self.page_host: list[int] = self.host[page_source].tolist() if self.host.size else []
         self.names = list(names)
         self.delay = [max(hosts.delay.get(name, 0.0), download_time) for name in self.names]
         self.page_size = [hosts.page_size.get(name, 0) for name in self.names]
         self.outage = [hosts.outages.get(name) for name in self.names]
         self.free_at = np.zeros(len(self.names))
+        # A Retry-After longer than this holds the host this long (ECHO_FAILURE_BACKOFF_MAX,
+        # the live politeness's bound: a host asking for a day would stop its sources).
+        self.longest_hold = longest_hold
         self.refusals = 0
 
     def blocked(self, now: float) -> NDArray[np.bool_] | None:
@@ -146,23 +173,24 @@ class HostGate:
         busy = self.free_at > now
         return busy[self.host] if busy.any() else None
 
-    def free(self, source: int, now: float) -> bool:
-        return bool(self.free_at[self.host[source]] <= now)
+    def source_host(self, source: int) -> int:
+        return int(self.host[source])
 
-    def soonest_free(self) -> float:
-        return float(self.free_at.min()) if self.free_at.size else 0.0
+    def free(self, host: int, now: float) -> bool:
+        return bool(self.free_at[host] <= now)
 
-    def take(self, source: int, now: float) -> float | None:
-        """A request to ``source``'s host at ``now``: the host is busy for its delay. Returns
-        the ``Retry-After`` it answers with if it is down (it is then held that long)."""
-        h = int(self.host[source])
-        outage = self.outage[h]
+    def take(self, host: int, now: float) -> float | None:
+        """A request to ``host`` at ``now``: the host is busy for its delay. Returns the
+        ``Retry-After`` it answers with if it is down (it is then held that long)."""
+        outage = self.outage[host]
         if outage is not None and outage[0] <= now < outage[1]:
             self.refusals += 1
             retry_after = outage[1] - now
-            self.free_at[h] = max(self.free_at[h], now + retry_after)
+            # (Held for its Retry-After, and its delay after the refused request still runs.)
+            hold = min(retry_after, self.longest_hold)
+            self.free_at[host] = now + max(hold, self.delay[host])
             return retry_after
-        self.free_at[h] = now + self.delay[h]
+        self.free_at[host] = now + self.delay[host]
         return None
 
     def capacity_by_url(self, urls: list[str]) -> dict[str, float]:
@@ -179,4 +207,4 @@ class HostGate:
         return self.page_size[int(self.host[source])]
 
 
-__all__ = ["HostGate", "WebHosts", "host_of", "load_hosts", "write_hosts"]
+__all__ = ["HostGate", "WebHosts", "first_sources", "host_of", "load_hosts", "write_hosts"]
