@@ -3,7 +3,8 @@
 Slow valuable hosts: per seed, each policy's fraction of the upper bound and its ratio to BFS
 paced per host (as stock Scrapy paces it) in the same run, with its hub crawls on the slow
 hosts. Bursty paginated hubs: the share of the bursts' pages found, with and without next
-pages. Each replay runs the crawl's short loop (FAST_LOOP) under the hosts' delays.
+pages. Each replay runs the crawl's short loop (FAST_LOOP) under the hosts' delays. Daily
+bursts: budgets of 4 to 36 crawls a day, far fewer than the new pages, on seeds' first three.
 
 Run: python benchmarks/bench_hosts.py [--seeds 1,2,3,4,5] [--rate 4] [--duration 600]
 """
@@ -16,7 +17,12 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from scrapy_echo.sim.engine import SimSettings, simulate
-from scrapy_echo.sim.host_scenarios import FAST_LOOP, bursty_paginated_hubs, slow_valuable_hosts
+from scrapy_echo.sim.host_scenarios import (
+    FAST_LOOP,
+    bursty_paginated_hubs,
+    daily_bursts,
+    slow_valuable_hosts,
+)
 from scrapy_echo.sim.results import score
 from scrapy_echo.sim.sim_policies import make_sim_policy
 
@@ -64,6 +70,21 @@ def bursts(seeds: list[int]) -> None:
         print(f"  seed {seed}: " + "; ".join(cells), flush=True)
 
 
+def daily(seeds: list[int]) -> None:
+    print("daily bursts (20 hubs changing once a day, about 84 new items a day, hubs of 10): "
+          "fraction of the bound at a few crawls a day, the crawl's settings")  # fmt: skip
+    policies = ("bfs", "echo-paper", "echo-newpages", "capacity-greedy")
+    for seed in seeds:
+        trace = daily_bursts(seed)
+        for per_day in (4, 9, 18, 36):
+            settings = SimSettings(per_day / 86400.0)
+            cells = []
+            for policy in policies:
+                replay = simulate(trace, make_sim_policy(policy), settings)
+                cells.append(f"{policy} {score(trace, replay).fraction_of_upper_bound:.2%}")
+            print(f"  seed {seed}, {per_day}/day: " + "; ".join(cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", default="1,2,3,4,5")
@@ -73,6 +94,7 @@ def main() -> None:
     seeds = [int(seed) for seed in args.seeds.split(",")]
     slow_hosts(seeds, args.rate, args.duration)
     bursts(seeds)
+    daily(seeds[:3])
 
 
 if __name__ == "__main__":
