@@ -99,8 +99,9 @@ class EchoNewPages(EchoPaper):
     # Whether a request to a host whose capacity binds goes where it pays most per request of
     # that host: a waiting page, or a hub crawl valued with the pages it will reveal
     # (model.intervals.host_requests; docs/how-it-works.rst, "Per-host capacity"). Off here:
-    # with the learned estimates it lost to the default on the slow valuable hosts' webs
-    # (docs/benchmarks.rst, "Hosts"); ``echo-host-priced`` keeps it as an experiment.
+    # with the learned P it lost to the default on the slow valuable hosts' webs, with the
+    # true P it matches the greedy (docs/benchmarks.rst, "Hosts"); ``echo-host-priced``
+    # keeps it as an experiment.
     prices_host_requests: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
