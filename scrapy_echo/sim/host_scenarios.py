@@ -45,24 +45,35 @@ class _Builder:
         self.link_source: list[int] = []
         self.clicks: list[tuple[int, float, float]] = []
 
+    def hub(self, url: str, shows: int) -> int:
+        """A new hub at ``url`` showing its latest ``shows`` links; its source index."""
+        self.source_urls.append(url)
+        self.shows.append(shows)
+        return len(self.source_urls) - 1
+
+    def page(
+        self, source: int, path: str, t: float, clicks: int, mu: float, bin_width: float
+    ) -> None:
+        """A page of ``source`` published at ``t`` (its URL the hub's plus ``path`` and its
+        number), ``clicks`` clicks coming exponentially after (rate ``mu``), counted per
+        page and ``bin_width`` s bin, as a click feed aggregates them."""
+        page = len(self.page_urls)
+        self.page_urls.append(f"{self.source_urls[source].rstrip('/')}/{path}/{page}")
+        self.created.append(t)
+        self.link_source.append(source)
+        for delay in self.rng.exponential(1.0 / mu, clicks).tolist():
+            self.clicks.append((page, t + bin_width * math.ceil(delay / bin_width), 1.0))
+
     def section(
         self, url: str, times: np.ndarray, value: float, half_life: float, shows: int
     ) -> None:
         """A hub at ``url`` listing a page at each of ``times``, each worth ``value`` clicks on
         average (gamma noise), its clicks halving every ``half_life`` s."""
-        source = len(self.source_urls)
-        self.source_urls.append(url)
-        self.shows.append(shows)
+        source = self.hub(url, shows)
         mu = math.log(2.0) / half_life
         for t in times.tolist():
-            page = len(self.page_urls)
-            self.page_urls.append(f"{url.rstrip('/')}/a/{page}")
-            self.created.append(t)
-            self.link_source.append(source)
             count = int(self.rng.poisson(value * self.rng.gamma(2.0, 0.5)))
-            for delay in self.rng.exponential(1.0 / mu, count).tolist():
-                # Clicks per page and 2 s bin, as a click feed aggregates them.
-                self.clicks.append((page, t + 2.0 * math.ceil(delay / 2.0), 1.0))
+            self.page(source, "a", t, count, mu, 2.0)
 
     def trace(self, name: str, hosts: WebHosts, warmup: float) -> Trace:
         clicks = sorted(self.clicks, key=lambda row: row[1])
@@ -192,15 +203,8 @@ def daily_bursts(
             at = day * 86400.0 + hour
             if at < duration:
                 times += [at] * int(rng.poisson(items_per_day / hubs))
-        source = len(web.source_urls)
-        web.source_urls.append(f"http://daily{k}.sim.example/")
-        web.shows.append(10)
+        source = web.hub(f"http://daily{k}.sim.example/", shows=10)
         for t in times:
-            page = len(web.page_urls)
-            web.page_urls.append(f"http://daily{k}.sim.example/item/{page}")
-            web.created.append(t)
-            web.link_source.append(source)
             value = float(rng.lognormal(math.log(20.0), 1.2))
-            for delay in rng.exponential(1.0 / mu, int(rng.poisson(value))).tolist():
-                web.clicks.append((page, t + 1200.0 * math.ceil(delay / 1200.0), 1.0))
+            web.page(source, "item", t, int(rng.poisson(value)), mu, 1200.0)
     return web.trace(f"daily-bursts-{seed}", WebHosts(), warmup_days * 86400.0)
