@@ -7,6 +7,8 @@ pages. Each replay runs the crawl's short loop (FAST_LOOP) under the hosts' dela
 bursts: budgets of 4 to 36 crawls a day, far fewer than the new pages, on seeds' first three.
 
 Run: python benchmarks/bench_hosts.py [--seeds 1,2,3,4,5] [--rate 4] [--duration 600]
+[--history 0] [--warmup 60] [--backlog crawl]; the live check's shape (its 90 s scored from the
+start, hubs full of the 30 s before it): --duration 90 --history 30 --warmup 0.
 """
 
 from __future__ import annotations
@@ -29,19 +31,23 @@ from scrapy_echo.sim.sim_policies import make_sim_policy
 POLICIES = ("bfs", "echo-paper", "echo-newpages", "echo-host-priced", "capacity-greedy")
 
 
-def slow_hosts(seeds: list[int], rate: float, duration: float) -> None:
-    print(f"slow valuable hosts, {rate:g} requests/s, {duration:g} s: fraction of the bound "
+def slow_hosts(
+    seeds: list[int], rate: float, duration: float, history: float, warmup: float, backlog: str
+) -> None:
+    print(f"slow valuable hosts, {rate:g} requests/s, {duration:g} s ({history:g} s published "
+          f"before, {warmup:g} s unscored, backlog {backlog}): fraction of the bound "
           "(ratio to BFS) [hub crawls on the slow hosts]")  # fmt: skip
     ratios: dict[str, list[float]] = {policy: [] for policy in POLICIES}
     for seed in seeds:
-        trace = slow_valuable_hosts(seed, duration=duration)
+        trace = slow_valuable_hosts(seed, duration=duration, history=history, warmup=warmup)
         slow = {
             i for i, url in enumerate(trace.source_urls) if "news" in (urlsplit(url).hostname or "")
         }
         cells = []
         base = 0.0
         for policy in POLICIES:
-            replay = simulate(trace, make_sim_policy(policy), SimSettings(rate, **FAST_LOOP))
+            settings = SimSettings(rate, backlog=backlog, **FAST_LOOP)
+            replay = simulate(trace, make_sim_policy(policy), settings)
             fraction = score(trace, replay).fraction_of_upper_bound
             base = base or fraction
             ratios[policy].append(fraction / base)
@@ -90,9 +96,15 @@ def main() -> None:
     parser.add_argument("--seeds", default="1,2,3,4,5")
     parser.add_argument("--rate", type=float, default=4.0)
     parser.add_argument("--duration", type=float, default=600.0)
+    parser.add_argument("--history", type=float, default=0.0, help="s published before start")
+    parser.add_argument("--warmup", type=float, default=60.0, help="s not scored")
+    parser.add_argument("--backlog", choices=("crawl", "skip"), default="crawl")
+    parser.add_argument("--slow-hosts-only", action="store_true")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
-    slow_hosts(seeds, args.rate, args.duration)
+    slow_hosts(seeds, args.rate, args.duration, args.history, args.warmup, args.backlog)
+    if args.slow_hosts_only:
+        return
     bursts(seeds)
     daily(seeds[:3])
 

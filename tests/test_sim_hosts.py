@@ -192,3 +192,18 @@ def test_the_host_priced_rule_spends_slow_valuable_hosts_well() -> None:
     priced = score(trace, simulate(trace, make_policy("echo-host-priced"), settings))
     # 1.67x on this seed (docs/benchmarks.rst, "Hosts"); the default's 1.26x.
     assert priced.fraction_of_upper_bound >= 1.5 * bfs.fraction_of_upper_bound
+
+
+def test_a_web_with_history_starts_with_full_hubs_whose_pages_are_not_scored() -> None:
+    # The live check's shape: hubs already list the 30 s before the crawl starts, and the
+    # score counts only what is published from then on.
+    trace = slow_valuable_hosts(2, duration=60.0, warmup=0.0, history=30.0)
+    before = trace.page_created < 0
+    assert before.sum() > 50 and trace.page_created.min() >= -30.0
+    settings = SimSettings(4.0, **FAST_LOOP)
+    replay = simulate(trace, make_sim_policy("bfs"), settings)
+    assert np.isfinite(replay.crawled[before]).any()  # the first crawls list them
+    scored = score(trace, replay)
+    skip = simulate(trace, make_sim_policy("bfs"), SimSettings(4.0, backlog="skip", **FAST_LOOP))
+    assert not np.isfinite(skip.crawled[before]).any()  # the paper's way: taken as old
+    assert scored.fraction_of_upper_bound > 0

@@ -129,12 +129,15 @@ def slow_valuable_hosts(
     pages_per_valuable_host: float = 3.8,
     pages_per_cheap_host: float = 1.0,
     down_at: float = 20.0,
+    history: float = 0.0,
 ) -> Trace:
-    """Hosts that publish nearly all the value behind a strict delay (see the module)."""
+    """Hosts that publish nearly all the value behind a strict delay (see the module);
+    pages are published from ``-history`` s on, so the crawl starts with full hubs (as the
+    live check's site starts)."""
     web = _Builder(seed, duration)
     rng = web.rng
     delay: dict[str, float] = {}
-    start = 0.0
+    start = -history
     for h in range(valuable_hosts + cheap_hosts):
         valuable = h < valuable_hosts
         host = f"{'news' if valuable else 'cheap'}{h}.sim.example"
