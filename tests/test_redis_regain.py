@@ -29,7 +29,7 @@ def test_a_push_refused_by_a_worker_holding_the_emptied_lease_does_not_lose_the_
         assert stats.get_value("echo/redis/refused_not_holder") == 1
         # Its renewal finds its term gone from the log: Redis lost its data, not a take-over.
         polled = store.poll(worker.token, planner.term, planner.lease_ms(), "0-0", 10)
-        worker.planner_round.handle("poll", (polled, None))
+        worker.planner_round.handle("poll", (polled, None, {}))
         assert planner.term == 2
         assert stats.get_value("echo/redis/planner_regained") == 1
         assert store.client.get(store.keys["solver"]) == worker.token.encode()
@@ -47,7 +47,7 @@ def test_a_push_refused_after_a_real_take_over_ends_the_term_at_the_renewal(redi
         worker.planner_round._pushed(Pushed(-1, [], 0))
         assert planner.active  # until its renewal says whose lease it is
         polled = store.poll(worker.token, planner.term, planner.lease_ms(), "0-0", 10)
-        worker.planner_round.handle("poll", (polled, None))
+        worker.planner_round.handle("poll", (polled, None, {}))
         assert not planner.active and not worker.runtime.holds_state
         assert store.client.get(store.keys["solver"]) == b"another-worker"
     finally:
@@ -82,7 +82,7 @@ def test_a_redis_back_from_an_older_copy_gets_the_pages_it_lost_queued_again(red
             client.restore(key, 0, value)
         assert len({rid.decode() for rid in client.hkeys(store.keys["req"])}) == 3
         polled = store.poll(worker.token, planner.term, planner.lease_ms(), "0-0", 10)
-        worker.planner_round.handle("poll", (polled, None))
+        worker.planner_round.handle("poll", (polled, None, {}))
         assert worker.crawler.stats.get_value("echo/redis/went_back") == 1
         assert planner.term == 1  # the same term: Redis knew it
 
@@ -97,7 +97,7 @@ def test_a_redis_back_from_an_older_copy_gets_the_pages_it_lost_queued_again(red
         assert client.zcard(store.keys["queue"]) == len(stored())  # each once
         # The next rounds see the count grow again: nothing more is queued twice.
         polled = store.poll(worker.token, planner.term, planner.lease_ms(), "0-0", 10)
-        worker.planner_round.handle("poll", (polled, None))
+        worker.planner_round.handle("poll", (polled, None, {}))
         assert worker.crawler.stats.get_value("echo/redis/went_back") == 1
     finally:
         worker.io.stop()

@@ -29,13 +29,16 @@ class FleetPoliteness(Politeness):
         self.ahead = ahead  # s of turns the queue may hold ahead
         self.reported: dict[str, float] = {}  # slot -> delay its worker reported (s)
         self._turn: dict[str, float] = {}  # slot -> when its next request may leave
+        # slot -> until when (monotonic) its host asked any worker to be left alone
+        self.fleet_holds: dict[str, float] = {}
 
     def slot_delay(self, key: str) -> float:
         return max(super().slot_delay(key), self.reported.get(key, 0.0))
 
     def wait(self, key: str) -> float:
-        held = self.pushback.wait(key, time.monotonic())  # (Retry-After: not even ahead)
-        if held > 0:
+        now = time.monotonic()
+        held = max(self.pushback.wait(key, now), self.fleet_holds.get(key, now) - now)
+        if held > 0:  # (Retry-After, heard by this worker or another: not even ahead)
             return held
         if self.slot_delay(key) <= 0:
             return 0.0  # no delay: the slot's worker keeps its concurrency
@@ -60,6 +63,18 @@ class FleetPoliteness(Politeness):
     def update(self, reported: dict[str, float]) -> None:
         """The slots' delays as their workers last reported them."""
         self.reported = reported
+
+    def update_holds(self, holds: dict[str, float]) -> None:
+        """The slots whose hosts asked a worker of the fleet to be left alone, and the
+        seconds each hold has left (:meth:`RedisStore.fleet_holds
+        <scrapy_echo.distributed.store.RedisStore.fleet_holds>`)."""
+        now = time.monotonic()
+        self.fleet_holds = {key: now + left for key, left in holds.items()}
+
+    def held(self, key: str) -> bool:
+        """Whether slot ``key``'s host asked this worker or another to be left alone."""
+        now = time.monotonic()
+        return self.pushback.wait(key, now) > 0 or self.fleet_holds.get(key, now) > now
 
 
 def changed_delays(

@@ -89,6 +89,8 @@ class PlannerHost(Protocol):
 
     def queued_slot(self, request: Request) -> str: ...
 
+    def slot_held(self, slot: str) -> bool: ...
+
     def set_aside_state(self) -> str: ...
 
     def release_lease(self) -> None: ...
@@ -110,6 +112,8 @@ class Planner:
         # (when, request): a Redis that loses its data loses them with the queue, their links
         # already seen, so the planner queues them again (see regained).
         self.queued_pages: dict[str, tuple[float, Request]] = {}
+        # The download slot of each of those (dropped lazily once they are reported).
+        self.queued_slots: dict[str, str] = {}
         self._requeue: list[Request] = []
         self.pushes_seen = 0  # the planner's pushes Redis last counted (see went_back)
         self.dedup = EventDedup()  # events sent twice (a round trip retried) applied once
@@ -389,6 +393,9 @@ class Planner:
         for rid in [rid for rid, (queued, _) in self.queued_pages.items() if queued < forgotten]:
             del self.queued_pages[rid]  # failed (no report), or long fetched and reported
         requeue, self._requeue = self._requeue, []
+        # What waits for a held host is not leased before its hold ends: it does not fill
+        # the queue, or one host's Retry-After would stop every other's requests.
+        depth -= self._queued_for_held_hosts()
         for _ in range(max(target - depth, len(requeue))):
             request = requeue.pop() if requeue else self._next_request(now)
             if request is None:
@@ -412,8 +419,20 @@ class Planner:
             # crawl and refetch already queued: new pages first, as on one machine.
             score = now * 1000 + (-_PAGE_HEAD_START_MS if kind == "page" else 0.0)
             slot = self.scheduler.queued_slot(request)
+            self.queued_slots[rid] = slot
             chosen.append((rid, score + self._seq % 1000 / 1000, payload, slot))
         return chosen
+
+    def _queued_for_held_hosts(self) -> int:
+        """How many of the requests this planner queued, not yet reported, are for slots
+        whose hosts asked to be left alone."""
+        held = 0
+        for rid, slot in list(self.queued_slots.items()):
+            if rid not in self.outstanding and rid not in self.queued_pages:
+                del self.queued_slots[rid]
+            else:
+                held += self.scheduler.slot_held(slot)
+        return held
 
     def _next_request(self, now: float) -> Request | None:
         """A refetch the refresh lane has due (within its share of the budget), else the

@@ -87,7 +87,10 @@ class PlannerRound:
             if now - self._delays_read >= _DELAYS_EVERY:
                 self._delays_read = now
                 delays = self.host.store.reported_delays()
-            return "poll", (polled, delays)
+            # Every round: a host another worker heard say Retry-After must not have its
+            # requests fill the queue (they would stay unleased, and nothing else queued).
+            holds = self.host.store.fleet_holds()
+            return "poll", (polled, delays, holds)
         return None
 
     def handle(self, what: str, detail: Any) -> Deferred[None] | None:
@@ -115,9 +118,10 @@ class PlannerRound:
                 planner.regained(detail)
                 host.inc_stat("echo/redis/planner_regained")
             return None
-        (held, events, sources, depth, signals, pushes), delays = detail
+        (held, events, sources, depth, signals, pushes), delays, holds = detail
         if delays is not None:
             host.fleet.update(delays)
+        host.fleet.update_holds(holds)
         if not held:
             planner.step_down("its lease expired (the worker stalled)")
             return None

@@ -330,6 +330,10 @@ class DistributedScheduler(EchoComponent):
             "fleet": self._fleet_rules if config.politeness else None,
         }
 
+    def slot_held(self, slot: str) -> bool:
+        """Whether ``slot``'s host asked this worker or another to be left alone."""
+        return self.fleet.held(slot)
+
     @property
     def _fleet_rules(self) -> FleetRules:
         # A slot's request is leased up to three poll intervals before its turn: the worker

@@ -370,10 +370,12 @@ return lost
 """
 )
 
-# KEYS: host_next; ARGV: pairs of a download slot and the ms its host asked to be left alone
-# (Retry-After) from now. Moves each slot's next turn to at least then, so no worker of the
-# fleet is leased its requests before (a turn is leased up to the horizon ahead: the worker
-# adds it to the ms). Returns how many turns it moved.
+# KEYS: host_next, host_hold; ARGV: pairs of a download slot and the ms its host asked to be
+# left alone (Retry-After) from now. Moves each slot's next turn to at least then, so no
+# worker of the fleet is leased its requests before (a turn is leased up to the horizon
+# ahead: the worker adds it to the ms), and notes the hold in ``host_hold`` for the planner,
+# which then queues none of the slot's requests (:data:`HOLDS`). Returns how many turns it
+# moved.
 HOLD = (
     NOW
     + CHECKED
@@ -387,9 +389,33 @@ for i = 1, #ARGV - 1, 2 do
       redis.call('HSET', KEYS[1], ARGV[i], now + hold)
       moved = moved + 1
     end
+    local noted = finite(tonumber(redis.call('HGET', KEYS[2], ARGV[i]))) or 0
+    if now + hold > noted then redis.call('HSET', KEYS[2], ARGV[i], now + hold) end
   end
 end
 return moved
+"""
+)
+
+# KEYS: host_hold. Returns {slot, ms left, ...} for the slots whose hosts' holds still run,
+# and deletes the ended ones (and any value that is not a time): the holds the planner reads
+# each round, so it stops queueing a held host's requests whichever worker heard it.
+HOLDS = (
+    NOW
+    + CHECKED
+    + """
+local held = redis.call('HGETALL', KEYS[1])
+local out = {}
+for i = 1, #held - 1, 2 do
+  local untl = finite(tonumber(held[i + 1]))
+  if untl and untl > now then
+    table.insert(out, held[i])
+    table.insert(out, tostring(untl - now))
+  else
+    redis.call('HDEL', KEYS[1], held[i])
+  end
+end
+return out
 """
 )
 

@@ -8,7 +8,7 @@ the reactor. Keys are ``{<ECHO_REDIS_KEY_PREFIX>:<spider>}:<name>`` (:func:`key_
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy_echo.distributed import planner_scripts, scripts
 from scrapy_echo.distributed.script_batch import ScriptBatch
@@ -60,6 +60,7 @@ KEY_NAMES = (
     "crawl",  # which crawl these keys hold: project, spider class, when created (hash)
     "owners",  # download slot -> "<token>|<until ms>|<leases held>": its worker (hash)
     "host_next",  # download slot -> when (ms) its next request may be leased (hash)
+    "host_hold",  # download slot -> until when (ms) its host asked to be left alone (hash)
     "host_delay",  # download slot -> its delay (s), as its worker's downloader keeps it (hash)
 )
 
@@ -88,6 +89,7 @@ class RedisStore:
         self._push = register(scripts.PUSH)
         self._renew = register(scripts.RENEW)
         self._hold = register(scripts.HOLD)
+        self._holds = register(scripts.HOLDS)
         self._claim = register(scripts.CLAIM)
         self._acquire = register(planner_scripts.ACQUIRE)
         self._renew_solver = register(planner_scripts.RENEW_SOLVER)
@@ -145,7 +147,7 @@ class RedisStore:
         if batch.holds:
             horizon = fleet.horizon_ms if fleet is not None else 0
             held = [x for slot, wait in batch.holds.items() for x in (slot, wait * 1000 + horizon)]
-            batched.run(self._hold, self._k("host_next"), held)
+            batched.run(self._hold, self._k("host_next", "host_hold"), held)
             parts.append("holds")
         if batch.renew:
             keys = self._k("leases", "req", "owners")
@@ -227,6 +229,17 @@ class RedisStore:
     def reported_delays(self) -> dict[str, float]:
         """The download slots' delays as their workers last reported them."""
         return read_delays(self.client.hgetall(self.keys["host_delay"]))  # type: ignore[arg-type]
+
+    def fleet_holds(self) -> dict[str, float]:
+        """The download slots whose hosts asked any worker to be left alone (Retry-After),
+        and the seconds each hold has left (ended ones are deleted)."""
+        reply: Any = self._holds(keys=self._k("host_hold"))
+        pairs: list[Any] = list(reply) if isinstance(reply, list) else []
+        holds: dict[str, float] = {}
+        for slot, left in zip(pairs[::2], pairs[1::2], strict=False):
+            key = slot.decode("utf-8", "replace") if isinstance(slot, bytes) else str(slot)
+            holds[key] = float(left) / 1000.0
+        return holds
 
     def renew_solver(self, token: str, term: int, lease_ms: int) -> int:
         """Only renew the planner lease (as :meth:`poll` does): the term held, or 0."""
