@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from scrapy_echo.distributed.store import SNAPSHOT_BLOCK, RedisStore
-from scrapy_echo.distributed.store_messages import Exchange, PushedApplied
+from scrapy_echo.distributed.store_messages import Exchange, FleetRules, PushedApplied
 
 OPTIONS = {"lease_ms": 300, "rate": 0.0, "burst": 1.0, "plain_share": 0.5, "done_ttl_ms": 60_000,
            "max_attempts": 5}  # fmt: skip
@@ -274,3 +274,23 @@ def test_a_hosts_retry_after_holds_its_requests_for_every_worker(store):
     store.exchange(Exchange(holds={"held.test": 1.0, "x": float("nan")}), fleet=one, **LONG)  # type: ignore[arg-type]
     assert float(store.client.hget(store.keys["host_next"], "held.test")) == turn
     assert store.client.hget(store.keys["host_next"], "x") is None
+
+
+def test_a_slow_hosts_many_plain_requests_do_not_hold_up_another_hosts(store):
+    # Reproduced on the build of 2026-11-29: 1,500 of the spider's requests for a host with
+    # a 10 s delay queued ahead of 10 for a fast host; the lease scans 1,000 entries a lane,
+    # so 20 rounds leased one request, none of the fast host's.
+    fleet = FleetRules("W", default_delay_ms=0, horizon_ms=150)
+    slow = [(f"r:s{i}", float(i), '{"host":"slow"}', "slow.test") for i in range(1500)]
+    fast = [(f"r:f{i}", 2000.0 + i, '{"host":"fast"}', "fast.test") for i in range(10)]
+    store.exchange(Exchange(plain=slow + fast, delays={"slow.test": 10.0}), **OPTIONS)  # type: ignore[arg-type]
+    got: list[bytes] = []
+    for _ in range(20):
+        reply = store.exchange(Exchange(want=4), **OPTIONS, fleet=fleet)  # type: ignore[arg-type]
+        got += [payload for _, payload in reply.leased]
+        store.exchange(Exchange(acks=[m for m, _ in reply.leased]), **OPTIONS, fleet=fleet)  # type: ignore[arg-type]
+    assert got.count(b'{"host":"fast"}') == 10
+    assert got.count(b'{"host":"slow"}') == 1  # one per 10 s
+    # The slow host's requests wait in the plain lane, none lost, in their order.
+    left = store.client.zrange(store.keys["plainq"], 0, -1)
+    assert left == [f"r:s{i}".encode() for i in range(1, 1500)]

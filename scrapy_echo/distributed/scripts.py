@@ -121,7 +121,7 @@ end
 """
 
 # KEYS: queue, plainq, req, leases, budget, served, counters, attempts, dead, owners,
-#       host_next, host_delay, dead_since, done
+#       host_next, host_delay, dead_since, done, plain_tail
 # ARGV: want, lease_ms, rate (requests/s, 0: no limit), burst (requests), plain_share,
 #       max_attempts, token (the worker's; '' leaves fleet politeness out), default delay
 #       (ms), horizon (ms: how far ahead a slot's turn may be to lease its request now),
@@ -131,7 +131,9 @@ end
 # {Redis's TIME}}. A request leased more than max_attempts times (its workers died or never
 # reported it) moves to ``dead`` instead; a stored entry that is not a request entry is
 # removed. Each lane is scanned in queue order up to SCAN entries: a request whose slot is
-# another worker's, or not due yet, keeps its place for a later round.
+# another worker's, or not due yet, keeps its place for a later round; in the plain lane
+# (the spider's requests, queued by time) it moves to when its slot frees, if later, behind
+# those of its slot moved before (``plain_tail``: the last score a slot's were moved to).
 LEASE = (
     NOW
     + CHECKED
@@ -195,6 +197,12 @@ local function slot_free(slot)
   local s = slot_of(slot)
   if s.token and s.token ~= me and s.untl > now then return false end
   return s.turn <= now + horizon
+end
+local function free_at(slot)  -- when a busy slot may next be leased (ms)
+  local s = slot_of(slot)
+  local at = s.turn - horizon
+  if s.token and s.token ~= me and s.untl > at then at = s.untl end
+  return at
 end
 local function take_slot(slot)
   if me == '' or slot == '' then return end
@@ -280,6 +288,21 @@ while n < want do
       if key == KEYS[2] then sp = sp + 1 else se = se + 1 end
       n = n + 1
     end
+  elseif key == KEYS[2] then
+    -- The spider's requests for a busy slot go behind what can be leased before that slot
+    -- frees, in their order (each moved as far as the first one met): else a spider that
+    -- yields more than SCAN requests for one slow or held host would keep every other
+    -- host's plain requests out of the scan.
+    local s = slot_of(slot)
+    local score = tonumber(redis.call('ZSCORE', key, rid))
+    local at = free_at(slot)
+    if score and score < at then
+      s.tail = s.tail or finite(tonumber(redis.call('HGET', KEYS[15], slot))) or 0
+      s.tail = math.max(at, s.tail + 1)  -- (after the slot's requests moved before it)
+      redis.call('ZADD', key, s.tail, rid)
+      s.moved = true
+      l.removed = l.removed + 1  -- (it left its rank: the next page starts one earlier)
+    end
   end
 end
 for slot, s in pairs(slots) do
@@ -287,6 +310,7 @@ for slot, s in pairs(slots) do
     redis.call('HSET', KEYS[10], slot, me .. '|' .. s.untl .. '|' .. s.count)
     redis.call('HSET', KEYS[11], slot, s.turn)
   end
+  if s.moved then redis.call('HSET', KEYS[15], slot, s.tail) end
 end
 if rate > 0 then
   redis.call('HSET', KEYS[5], 'tokens', tostring(tokens - n), 'ts', tostring(now))

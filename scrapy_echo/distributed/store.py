@@ -61,6 +61,7 @@ KEY_NAMES = (
     "owners",  # download slot -> "<token>|<until ms>|<leases held>": its worker (hash)
     "host_next",  # download slot -> when (ms) its next request may be leased (hash)
     "host_hold",  # download slot -> until when (ms) its host asked to be left alone (hash)
+    "plain_tail",  # download slot -> the last score its plain requests were moved to (hash)
     "host_delay",  # download slot -> its delay (s), as its worker's downloader keeps it (hash)
 )
 
@@ -167,7 +168,7 @@ class RedisStore:
                 self._lease,
                 self._k("queue", "plainq", "req", "leases", "budget", "served", "counters",
                         "attempts", "dead", "owners", "host_next", "host_delay", "dead_since",
-                        "done"),
+                        "done", "plain_tail"),
                 [batch.want, lease_ms, rate, burst, plain_share, max_attempts, token,
                  default_ms, fleet.horizon_ms if fleet is not None else 0, self.kept.dead,
                  done_ttl_ms, *batch.acks],
