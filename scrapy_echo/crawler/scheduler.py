@@ -412,6 +412,10 @@ class EchoScheduler(EchoComponent):
         due = min(_MAX_NAP, max(0.0, soonest - now))
         return due if math.isfinite(due) else _MAX_NAP
 
+    def wake_in(self, delay: float) -> None:
+        """Have the engine ask for a request again in ``delay`` s (or sooner)."""
+        self._wake_at(delay)
+
     def _wake_at(self, delay: float) -> None:
         # Imported here: importing it at module level would install a reactor of its own.
         from twisted.internet import reactor as installed

@@ -11,6 +11,7 @@ the queue for another worker; one under way is only counted, its fetch may be do
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -61,13 +62,48 @@ class HeldLeases:
             self._count_once("echo/redis/malformed", reply.malformed, message, reply.malformed)
         return refused
 
-    def next(self, now: float) -> Request | None:
-        """The next request waiting, now under way."""
-        if not self.buffer:
-            return None
-        request = self.buffer.popleft()
-        self.in_flight[request.meta[LEASE_KEY]] = now
-        return request
+    def next(
+        self, now: float, wait_of: Callable[[Request], float], longest: float
+    ) -> tuple[Request | None, float]:
+        """The first request waiting whose host may be sent it now (``wait_of``: seconds it
+        must wait), now under way; and the soonest wait of the rest (inf: none). One that
+        would wait longer than ``longest`` (its host asked to be left alone past its lease)
+        is given back (:meth:`give_back`)."""
+        soonest = math.inf
+        for request in list(self.buffer):
+            wait = wait_of(request)
+            if wait <= 0:
+                self.buffer.remove(request)
+                self.in_flight[request.meta[LEASE_KEY]] = now
+                return request, soonest
+            if wait > longest:
+                self.give_back(request)
+            else:
+                soonest = min(soonest, wait)
+        return None, soonest
+
+    def give_back(self, request: Request) -> bool:
+        """Stop renewing ``request``'s lease, unacked: it goes back to the queue when the
+        lease runs out, for whichever worker may send it then (a host's hold keeps every
+        worker off it until then). Whether it was one of ours."""
+        member = request.meta.get(LEASE_KEY)
+        if not isinstance(member, str):
+            return False
+        if self.in_flight.pop(member, None) is None:
+            if request not in self.buffer:
+                return False
+            self.buffer.remove(request)
+        message = "ECHO gave back %s: its host asked to be left alone for longer than the "
+        message += "lease (more are only counted)"
+        self._count_once("echo/redis/given_back", 1, message, member)
+        return True
+
+    def still_waiting(self, request: Request, now: float) -> None:
+        """``request`` (a retry or redirect of one under way) waits for its host: not a
+        request lost on the way (:meth:`let_go`)."""
+        member = request.meta.get(LEASE_KEY)
+        if isinstance(member, str) and member in self.in_flight:
+            self.in_flight[member] = now
 
     def finish(self, request: Request) -> str | None:
         """The lease member to ack for ``request``, once done (``None``: not one of ours,

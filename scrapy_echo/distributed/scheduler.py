@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import random
 import socket
@@ -276,15 +277,48 @@ class DistributedScheduler(EchoComponent):
         return request
 
     def _next_request(self) -> Request | None:
-        if self.followups:
-            return self.followups.popleft()
-        request = self.held.next(time.time())
+        # As on one machine, the downloader is handed only requests whose host is not
+        # holding the crawl off (Retry-After): one handed during a hold would wait in its
+        # download slot, taking a CONCURRENT_REQUESTS place, past its lease, and keep the
+        # worker from stopping until the hold ends.
+        now, wall = time.monotonic(), time.time()
+        longest = self.runtime.config.redis_lease_timeout
+        request, soonest = self._ready_followup(now, wall, longest)
+        if request is not None:
+            return request
+        request, buffered = self.held.next(wall, lambda r: self._hold_wait(r, now), longest)
         if request is None:
+            soonest = min(soonest, buffered)
+            if math.isfinite(soonest):
+                self.local.wake_in(soonest)
             return None
         echo = request.meta.get("echo")
         kind = echo.get("kind") if isinstance(echo, dict) else "plain"
         self.inc_stat(f"echo/scheduler/dequeued/{kind}")
         return request
+
+    def _hold_wait(self, request: Request, now: float) -> float:
+        """Seconds ``request``'s host asked this worker to leave it alone for (0: none)."""
+        downloads = self.downloads
+        return downloads.pushback.wait(downloads.slot_key(request), now)
+
+    def _ready_followup(
+        self, now: float, wall: float, longest: float
+    ) -> tuple[Request | None, float]:
+        """The first redirect or retry whose host may be sent it now, and the soonest wait
+        of the others; one whose host holds off longer than ``longest`` is given back."""
+        soonest = math.inf
+        for request in list(self.followups):
+            wait = self._hold_wait(request, now)
+            if wait <= 0:
+                self.followups.remove(request)
+                return request, soonest
+            if wait > longest and self.held.give_back(request):
+                self.followups.remove(request)
+                continue
+            self.held.still_waiting(request, wall)
+            soonest = min(soonest, wait)
+        return None, soonest
 
     def count_rejected(self, kind: str, count: int = 1, *, message: str = "") -> None:
         """Count something refused (a bad payload, event or source); log each kind once."""
