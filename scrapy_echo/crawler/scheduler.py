@@ -90,6 +90,7 @@ class EchoScheduler(EchoComponent):
         self._source_callback: Any = source_seen
         self.request_rules: RequestRules | None = None  # what a request in Redis may ask
         self._next_slot = -math.inf  # earliest time the budget lets the next request leave
+        self.last_dispatched: Dispatch | None = None  # behind the last ECHO request made
         self._plain_served = 0
         self._echo_served = 0
         self._wake_call: Any = None  # IDelayedCall
@@ -364,6 +365,7 @@ class EchoScheduler(EchoComponent):
         (:mod:`scrapy_echo.crawler.politeness`); the core dispatches among the sources whose
         slot is free, and a dispatch that lands on a busy slot anyway (a page on another host
         than its source) is put back."""
+        self.last_dispatched = None
         polite = polite and self.runtime.config.politeness
         if polite:
             blocked = self.busy.of_sources(self.state.sources)
@@ -383,11 +385,19 @@ class EchoScheduler(EchoComponent):
                     continue
                 if count:
                     self.inc_stat(f"echo/scheduler/dequeued/{dispatched.kind}")
+                self.last_dispatched = dispatched
                 return request
             return None
         finally:
             if core.duplicates_skipped > skipped:
                 self.inc_stat("echo/pages/duplicate_skipped", core.duplicates_skipped - skipped)
+
+    def put_back_last(self) -> None:
+        """Undo the dispatch behind the last request :meth:`next_echo_request` returned, when
+        it does not leave after all: its page waits again, its source is as due as it was."""
+        if self.last_dispatched is not None:
+            self.runtime.core.put_back(self.last_dispatched)
+            self.last_dispatched = None
 
     def _request_for(self, dispatched: Dispatch) -> Request:
         if dispatched.page is not None:

@@ -91,6 +91,8 @@ class PlannerHost(Protocol):
 
     def slot_held(self, slot: str) -> bool: ...
 
+    def put_back_last(self) -> None: ...
+
     def set_aside_state(self) -> str: ...
 
     def release_lease(self) -> None: ...
@@ -397,12 +399,17 @@ class Planner:
         # the queue, or one host's Retry-After would stop every other's requests.
         depth -= self._queued_for_held_hosts()
         for _ in range(max(target - depth, len(requeue))):
+            dispatched = not requeue  # (else one chosen before, to queue again)
             request = requeue.pop() if requeue else self._next_request(now)
             if request is None:
                 break
             rid = request_id(request)
             if rid in self.outstanding:
-                break  # the best the policy has is already on its way: wait for news
+                # The best the policy has is already on its way: wait for news, the source
+                # as due as it was (its dispatch just now undone).
+                if dispatched:
+                    self.scheduler.put_back_last()
+                break
             kind = kind_of(rid)
             if kind == "source":
                 self.outstanding[rid] = now

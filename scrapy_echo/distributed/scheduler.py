@@ -123,6 +123,7 @@ class DistributedScheduler(EchoComponent):
         runtime.on_done = self._done
         runtime.holds_state = False
         runtime.may_plan = self.planner.lease_sure
+        runtime.refund = self.refund  # (the fleet's budget, not the embedded scheduler's)
 
     # -- BaseScheduler ---------------------------------------------------------------------
     @property
@@ -363,6 +364,16 @@ class DistributedScheduler(EchoComponent):
             "max_attempts": config.redis_max_attempts,
             "fleet": self._fleet_rules if config.politeness else None,
         }
+
+    def put_back_last(self) -> None:
+        """Undo the dispatch behind the last request the policy made (see Planner.choose)."""
+        self.local.put_back_last()
+
+    def refund(self) -> None:
+        """A leased request was never sent (robots.txt forbade it): its token goes back to
+        the fleet's budget with the next round trip."""
+        self.outbox.refunds += 1
+        self.inc_stat("echo/scheduler/refunded")
 
     def slot_held(self, slot: str) -> bool:
         """Whether ``slot``'s host asked this worker or another to be left alone."""

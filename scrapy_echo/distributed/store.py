@@ -150,6 +150,10 @@ class RedisStore:
             held = [x for slot, wait in batch.holds.items() for x in (slot, wait * 1000 + horizon)]
             batched.run(self._hold, self._k("host_next", "host_hold"), held)
             parts.append("holds")
+        if batch.refunds:
+            # (The lease script caps the bucket at its burst when it next reads it.)
+            pipe.hincrbyfloat(self.keys["budget"], "tokens", batch.refunds)
+            parts.append("refunds")
         if batch.renew:
             keys = self._k("leases", "req", "owners")
             batched.run(self._renew, keys, [lease_ms, token, *batch.renew])

@@ -86,6 +86,7 @@ class Exchange:
     rejected: list[str] = field(default_factory=list)  # kinds of payloads refused
     delays: dict[str, float] = field(default_factory=dict)  # slot -> its delay now (s)
     holds: dict[str, float] = field(default_factory=dict)  # slot -> s its host asked for
+    refunds: int = 0  # budget tokens back: leased requests never sent (robots.txt)
     want: int = 0
 
     def put_back(self, batch: Exchange) -> None:
@@ -99,6 +100,7 @@ class Exchange:
         # (A hold sent again late holds as long from then: later, never shorter.)
         for slot, wait in batch.holds.items():
             self.holds[slot] = max(wait, self.holds.get(slot, 0.0))
+        self.refunds += batch.refunds
 
 
 @dataclass
@@ -171,6 +173,8 @@ def read_reply(batch: Exchange, parts: list[str], answers: list[Any]) -> Reply:
             unsent.delays = batch.delays
         elif failed and part == "holds":
             unsent.holds = batch.holds
+        elif failed and part == "refunds":
+            unsent.refunds = batch.refunds
         elif failed:
             continue  # renewals go again at the next renewal; leases are asked again
         elif part == "time":
