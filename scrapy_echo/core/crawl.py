@@ -104,17 +104,6 @@ class CrawlCore:
         self.policy.crawl_times_changed()  # its caches knew other crawl times
 
     # -- observations ----------------------------------------------------------------------
-    def _backlog_gap(self, source: int) -> float:
-        """The expected seconds between ``source``'s links, which dates what its first crawl
-        lists undated: ``1/λ`` of its plan, else of the plan's median source (a source added
-        since), else of the cold start's (no plan yet)."""
-        rates = self.policy.plan.estimates.link_rate
-        rate = float(rates[source]) if source < rates.size else 0.0
-        if not rate > 0:
-            known = rates[rates > 0]
-            rate = float(np.median(known)) if known.size else self.state.learner.cold.link_rate
-        return 1.0 / rate if rate > 0 else 0.0
-
     def apply(self, event: Event) -> list[NewPage]:
         """Change the state by one observation; the new pages a source crawl revealed."""
         state = self.state
@@ -124,11 +113,9 @@ class CrawlCore:
         if isinstance(event, SourceFetched):  # the commonest, first
             source = state.add_source(event.url)
             first = state.sources[source].crawls == 0
-            gap = self._backlog_gap(source) if first else 0.0
             pages = source_fetched(
-                state, source, event, backlog=self.config.backlog,
-                crawl_started=self._crawl_started, backlog_gap=gap,
-            )  # fmt: skip
+                state, source, event, backlog=self.config.backlog, crawl_started=self._crawl_started
+            )
             self.policy.source_crawled(source, len(pages), first)
             if pages:
                 self.policy.links_found(source, [p.appeared for p in pages], pages[0].discovered)

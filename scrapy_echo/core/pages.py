@@ -102,17 +102,12 @@ def pages_found(
     *,
     first: bool,
     extras: Mapping[str, str] | None = None,
-    backlog_gap: float = 0.0,
 ) -> list[NewPage]:
     """A :class:`NewPage` for each link ``found`` new, in the order ``links`` lists them (a
     link listed twice is one page), from a crawl of ``source`` at ``fetched`` whose previous
     crawl was at ``previous`` (NaN at its ``first``). A page appeared at the time its listing
     states if that falls in the window between the two crawls (at a first crawl: any time up
-    to it, a backlog page being as old as it says), else at the window's midpoint. At a
-    first crawl there is no window: the ``j``-th undated backlog page (from 0, in the
-    listing's order, newest first as hubs list) appeared ``(j + 1) backlog_gap`` before it,
-    the links having come one per ``backlog_gap`` s, the source's expected time between
-    links (docs/how-it-works.rst, "A first crawl's backlog").
+    to it, a backlog page being as old as it says), else at the window's midpoint.
     ``extras``: by link, what the spider middlewares added to its request
     (:attr:`NewPage.extras`)."""
     start = previous if math.isfinite(previous) else fetched
@@ -120,19 +115,12 @@ def pages_found(
     midpoint = 0.5 * (start + fetched)
     new = set(found)
     pages = []
-    undated = 0
     for url, stated in links:
         if url not in new:
             continue
         new.discard(url)
         fits = stated is not None and (stated <= fetched if first else start <= stated <= fetched)
-        if fits and stated is not None:
-            appeared = stated
-        elif first:
-            undated += 1
-            appeared = fetched - undated * backlog_gap
-        else:
-            appeared = midpoint
+        appeared = stated if fits and stated is not None else midpoint
         added = extras.get(url, "") if extras else ""
         pages.append(NewPage(url, source, source_url, appeared, window, fetched, added))
     return pages

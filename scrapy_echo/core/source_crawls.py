@@ -20,12 +20,9 @@ def source_fetched(
     *,
     backlog: str,
     crawl_started: dict[int, float],
-    backlog_gap: float = 0.0,
 ) -> list[NewPage]:
     """A source crawl's new pages, recorded in ``state``; ``crawl_started`` keeps, per
-    source, the crawl before this one (the window of the pages its hub's next pages list);
-    ``backlog_gap``: the source's expected seconds between links, which dates a first
-    crawl's undated backlog (:func:`~scrapy_echo.core.pages.pages_found`)."""
+    source, the crawl before this one (the window of the pages its hub's next pages list)."""
     status = state.sources[source]
     status.etag, status.last_modified = event.etag, event.last_modified
     state.changed_sources.add(source)
@@ -52,9 +49,8 @@ def source_fetched(
         return []
     fetched = status.last_fetched  # the fetch time, never before the previous one
     return pages_found(
-        event.links, found, source, status.url, previous, fetched,
-        first=first, extras=extras, backlog_gap=backlog_gap,
-    )  # fmt: skip
+        event.links, found, source, status.url, previous, fetched, first=first, extras=extras
+    )
 
 
 def source_continued(

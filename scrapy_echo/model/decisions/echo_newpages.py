@@ -102,7 +102,6 @@ class EchoNewPages(EchoPaper):
     # it wins on the slow valuable hosts' webs over 600 s, not in the live check's 90 s
     # (docs/benchmarks.rst, "Hosts"); ``echo-host-priced`` keeps it as an experiment.
     prices_host_requests: ClassVar[bool] = False
-    first_crawls_first: ClassVar[bool] = True
 
     def __init__(self, *, seed: int = 0, repair_solves: int = 0) -> None:
         super().__init__(seed=seed, repair_solves=repair_solves)
@@ -164,11 +163,6 @@ class EchoNewPages(EchoPaper):
 
     # -- hosts whose capacity binds ------------------------------------------------------
     def choose(self, now: float, last_crawl: FloatArray, frontier: Frontier) -> Decision | None:
-        if self.prices_host_requests and self.first_crawls_first:
-            first = self._first_crawl(last_crawl)
-            if first is not None:
-                self._plan_for(last_crawl)
-                return first
         decision = super().choose(now, last_crawl, frontier)
         if decision is None or not (self.prices_host_requests and self.uses_limits):
             return decision
