@@ -14,7 +14,6 @@ of the fleet, not of one worker.
 from __future__ import annotations
 
 import math
-import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy_echo.crawler.politeness import Politeness
@@ -36,13 +35,13 @@ class FleetPoliteness(Politeness):
         return max(super().slot_delay(key), self.reported.get(key, 0.0))
 
     def wait(self, key: str) -> float:
-        now = time.monotonic()
+        now = self.clock()
         held = max(self.pushback.wait(key, now), self.fleet_holds.get(key, now) - now)
         if held > 0:  # (Retry-After, heard by this worker or another: not even ahead)
             return held
         if self.slot_delay(key) <= 0:
             return 0.0  # no delay: the slot's worker keeps its concurrency
-        return max(0.0, self._turn.get(key, -math.inf) - time.monotonic() - self.ahead)
+        return max(0.0, self._turn.get(key, -math.inf) - self.clock() - self.ahead)
 
     def _downloaded(self, *args: Any, **kwargs: Any) -> None:
         """Nothing: the worker's downloader politeness hears the responses, and this one
@@ -53,7 +52,7 @@ class FleetPoliteness(Politeness):
 
     def handed(self, key: str) -> None:
         """A request for slot ``key`` was queued: it takes the slot's next turn."""
-        now = time.monotonic()
+        now = self.clock()
         self._turn[key] = max(self._turn.get(key, now), now) + self.slot_delay(key)
 
     def capacity(self, host: str) -> float:
@@ -68,12 +67,12 @@ class FleetPoliteness(Politeness):
         """The slots whose hosts asked a worker of the fleet to be left alone, and the
         seconds each hold has left (:meth:`RedisStore.fleet_holds
         <scrapy_echo.distributed.store.RedisStore.fleet_holds>`)."""
-        now = time.monotonic()
+        now = self.clock()
         self.fleet_holds = {key: now + left for key, left in holds.items()}
 
     def held(self, key: str) -> bool:
         """Whether slot ``key``'s host asked this worker or another to be left alone."""
-        now = time.monotonic()
+        now = self.clock()
         return self.pushback.wait(key, now) > 0 or self.fleet_holds.get(key, now) > now
 
 
