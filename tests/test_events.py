@@ -35,6 +35,15 @@ EVENTS = [
         (("http://a.test/1", None), ("http://a.test/2", None), ("http://a.test/3", None)),
         treated=('{"meta": {"depth": 1}}', "", None),
     ),
+    # A fleet worker's hub page, its next page left for the planner to decide.
+    SourceFetched(
+        "http://a.test/",
+        10.0,
+        (("http://a.test/1", None),),
+        continued=True,
+        next_page="http://a.test/?page=3",
+        hub_page=2,
+    ),
     SourceNotModified("http://a.test/", 11.0),
     SourceFailed("http://a.test/", 12.0, "HTTP 503"),
     PageFetched("http://a.test/1", "http://a.test/", 9.5, 13.0),
@@ -81,6 +90,10 @@ CRAWL = {"e": "crawl", "url": "http://a/", "t": 1, "links": [["http://a/1", None
         ({**CRAWL, "xs": ["[1]"], "xi": [0, 0]}, "bad_field"),  # objects only
         ({**CRAWL, "xs": ["{" * 9000], "xi": [0, 0]}, "bad_field"),
         ({**CRAWL, "xi": [-1, -1]}, "bad_field"),  # with xs
+        ({**CRAWL, "next": "javascript:x", "page": 1}, "bad_url"),
+        ({**CRAWL, "next": "http://a/?page=2", "page": 0}, "bad_field"),
+        ({**CRAWL, "next": "http://a/?page=2", "page": True}, "bad_field"),
+        ({**CRAWL, "next": "http://a/?page=2", "page": 10**9}, "bad_field"),
     ],
 )
 def test_hostile_json_is_refused_with_its_kind(raw: Any, kind: str) -> None:

@@ -16,7 +16,10 @@ crawl      ``url``, ``t`` (fetch time), ``links`` (``[[url, published or null], 
            ``etag``, ``lm`` (``Last-Modified``; both may be null); optional, when the links
            passed the spider middlewares: ``xs`` (the distinct extras they added, each a JSON
            object as text, or empty) and ``xi`` (per link, the index of its extras in
-           ``xs``, or -1 if a middleware dropped its request)
+           ``xs``, or -1 if a middleware dropped its request); ``more`` (true: a hub's next
+           page, more of its crawl at ``t``); from a worker without the crawl state,
+           ``next`` (the hub's next page as this one links it) and ``page`` (this one's
+           number), for the planner to decide whether the crawl reads on
 304        ``url``, ``t``
 fail       ``url``, ``t``, ``why``
 blocked    ``url``, ``t`` (robots.txt forbids the source: no request was sent)
@@ -64,6 +67,11 @@ class SourceFetched:
     last_modified: str | None = None
     treated: tuple[str | None, ...] = ()
     continued: bool = False
+    # From a worker without the crawl state (a fleet's, not the planner's): the hub's next
+    # page as the response links it, and which page this was; the planner, which knows which
+    # links are new, decides whether the crawl reads on (core.hub_paging).
+    next_page: str | None = None
+    hub_page: int = 1
 
 
 @dataclass(frozen=True)
@@ -176,6 +184,8 @@ def to_json(event: Event) -> dict[str, Any]:
             out["xs"] = list(distinct)
         if event.continued:
             out["more"] = True
+        if event.next_page is not None:
+            out["next"], out["page"] = event.next_page, event.hub_page
         return out
     if isinstance(event, SourceNotModified):
         return {"e": "304", "url": event.url, "t": event.t}
@@ -225,6 +235,8 @@ def from_json(raw: Any) -> Event:
             _text(raw.get("lm"), "lm"),
             _treated(raw, len(links)),
             _flag(raw.get("more", False), "more"),
+            None if raw.get("next") is None else _url(raw.get("next"), "next"),
+            _hub_page(raw.get("page", 1)),
         )
     if kind == "304":
         return SourceNotModified(_url(raw.get("url"), "url"), _time(raw.get("t"), "t"))
@@ -292,6 +304,12 @@ def _treated(raw: dict[str, Any], links: int) -> tuple[str | None, ...]:
 def _depth(value: Any) -> int:
     if type(value) is not int or not 0 <= value <= _MAX_DEPTH:
         raise InvalidEvent("bad_field", f"depth must be an integer from 0 to {_MAX_DEPTH}")
+    return value
+
+
+def _hub_page(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
+        raise InvalidEvent("bad_field", f"page must be a hub page number, got {value!r}")
     return value
 
 

@@ -21,6 +21,10 @@ class LinkBatch:
     # seen before is never a page, and is sent no probe: "" from the start.
     treated: list[str | None]
     continued: bool = False  # a paginated hub's next page: more of the crawl at ``fetched``
+    # Where this process cannot decide whether the crawl reads on (no crawl state): the
+    # hub's next page and this one's number, for the planner (SourceFetched.next_page).
+    next_page: str | None = None
+    hub_page: int = 1
 
     def event(self) -> SourceFetched:
         return SourceFetched(
@@ -31,6 +35,8 @@ class LinkBatch:
             self.last_modified,
             tuple(self.treated),
             self.continued,
+            self.next_page,
+            self.hub_page,
         )
 
 

@@ -392,6 +392,11 @@ class EchoScheduler(EchoComponent):
             if core.duplicates_skipped > skipped:
                 self.inc_stat("echo/pages/duplicate_skipped", core.duplicates_skipped - skipped)
 
+    @property
+    def source_callback(self) -> Any:
+        """The callback of a source crawl's request: the spider's ``parse_source``, if any."""
+        return self._source_callback
+
     def put_back_last(self) -> None:
         """Undo the dispatch behind the last request :meth:`next_echo_request` returned, when
         it does not leave after all: its page waits again, its source is as due as it was."""

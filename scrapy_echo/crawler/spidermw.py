@@ -157,6 +157,10 @@ class EchoSpiderMiddleware(EchoComponent):
             treated,
             continued="hub_page" in echo,
         )
+        if not runtime.holds_state and content.next_page is not None and content.links:
+            # The planner decides whether the crawl reads on: it knows which links are new.
+            batch.next_page = content.next_page
+            batch.hub_page = page if isinstance(page, int) and page >= 1 else 1
         runtime.link_batches[id(response)] = batch  # (the collector sends its event)
         callback = runtime.page_callback()
         requests = [
@@ -177,8 +181,8 @@ class EchoSpiderMiddleware(EchoComponent):
         """The request for the hub's next page, when the pages read so far show that the
         hub overflowed since its last crawl (:mod:`scrapy_echo.core.hub_paging`, the rule
         the replay follows too): what it pushed down is there. Not past
-        ``ECHO_MAX_NEXT_PAGES``, nor in a distributed worker, which does not know which
-        links are new."""
+        ``ECHO_MAX_NEXT_PAGES``; a distributed worker without the state, which does not know
+        which links are new, leaves it to the planner (``SourceFetched.next_page``)."""
         runtime = self.runtime
         index = echo.get("source")
         if content.next_page is None or not content.links or not runtime.holds_state:

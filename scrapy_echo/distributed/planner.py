@@ -93,6 +93,8 @@ class PlannerHost(Protocol):
 
     def put_back_last(self) -> None: ...
 
+    def next_page_request(self, source: int, url: str, page: int) -> Request: ...
+
     def set_aside_state(self) -> str: ...
 
     def release_lease(self) -> None: ...
@@ -117,6 +119,9 @@ class Planner:
         # The download slot of each of those (dropped lazily once they are reported).
         self.queued_slots: dict[str, str] = {}
         self._requeue: list[Request] = []
+        # Next pages of hubs whose crawl reads on (a worker without the state sent the page;
+        # the core's rule said read on): queued before anything the policy chooses.
+        self._next_pages: list[Request] = []
         self.pushes_seen = 0  # the planner's pushes Redis last counted (see went_back)
         self.dedup = EventDedup()  # events sent twice (a round trip retried) applied once
         self._solves_logged = 0
@@ -333,6 +338,8 @@ class Planner:
                 self.scheduler.count_rejected(kind, message=f"event {event_id}: {exc}")
                 continue
             event = self._dated(event, now)
+            if isinstance(event, SourceFetched) and event.next_page is not None:
+                event = self._read_hub_page(event)
             if isinstance(event, SourceFetched | PageFetched | SourceNotModified | SourceFailed):
                 self.runtime.throughput.add(now)
             if isinstance(event, SourceFetched | SourceNotModified | SourceFailed):
@@ -356,6 +363,34 @@ class Planner:
                 continue
             pushed.append(url)
         self.runtime.core.add_sources(pushed)  # (a retired or removed one comes back)
+
+    def _read_hub_page(self, event: SourceFetched) -> SourceFetched:
+        """A hub page a worker read without the crawl state: its links up to one the hub
+        showed before this crawl, and, if the crawl reads on (the core's rule, as the spider
+        middleware asks it where the state is), the next page's request queued."""
+        state, core = self.runtime.state, self.runtime.core
+        source = state.source_ids.get(self.config.identity.key(event.url))
+        if source is None:  # (a source removed meanwhile: its crawl is not read on)
+            return replace(event, next_page=None)
+        page, links = event.hub_page, list(event.links)
+        urls = [url for url, _ in links]
+        known = state.links_seen(urls)
+        boundary = core.next_page_boundary(source, page, urls, known)
+        if boundary is not None:
+            links, urls, known = links[: boundary + 1], urls[: boundary + 1], known[: boundary + 1]
+            treated = event.treated[: boundary + 1] if event.treated else ()
+            event = replace(event, links=tuple(links), treated=treated)
+        verdict = core.reads_on(
+            source, page, urls, known, boundary, most=self.config.max_next_pages
+        )
+        if verdict == "cut":
+            self.scheduler.inc_stat("echo/sources/next_pages_cut")
+        elif verdict == "next" and event.next_page is not None:
+            self.scheduler.inc_stat("echo/sources/next_pages")
+            self._next_pages.append(
+                self.scheduler.next_page_request(source, event.next_page, page + 1)
+            )
+        return replace(event, next_page=None)
 
     def _dated(self, event: Event, now: float) -> Event:
         """``event`` with a time from the future (past :data:`.clock.MAX_AHEAD`) set to
@@ -394,6 +429,17 @@ class Planner:
         forgotten = now - _PAGES_KEPT_LEASES * self.config.redis_lease_timeout
         for rid in [rid for rid, (queued, _) in self.queued_pages.items() if queued < forgotten]:
             del self.queued_pages[rid]  # failed (no report), or long fetched and reported
+        for next_page in self._next_pages:  # (more of crawls already counted: no budget check)
+            try:
+                payload = self.scheduler.encode(next_page)
+            except ValueError as exc:
+                self.scheduler.count_rejected("unencodable", message=str(exc))
+                continue
+            self._seq += 1
+            slot = self.scheduler.queued_slot(next_page)
+            score = now * 1000 - 2 * _PAGE_HEAD_START_MS  # (before new pages: a burst's rest)
+            chosen.append((request_id(next_page), score + self._seq % 1000 / 1000, payload, slot))
+        self._next_pages = []
         requeue, self._requeue = self._requeue, []
         # What waits for a held host is not leased before its hold ends: it does not fill
         # the queue, or one host's Retry-After would stop every other's requests.

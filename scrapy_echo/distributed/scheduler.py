@@ -39,7 +39,7 @@ from twisted.internet.task import LoopingCall
 from scrapy_echo.core.events import Event, SourceAdded, SourceFetched, to_json
 from scrapy_echo.crawler.busy_slots import BusySlots
 from scrapy_echo.crawler.callbacks import check_link_middlewares, check_page_callback
-from scrapy_echo.crawler.echo_requests import landed_on_fetched
+from scrapy_echo.crawler.echo_requests import landed_on_fetched, source_request
 from scrapy_echo.crawler.runtime import EchoComponent
 from scrapy_echo.crawler.scheduler import EchoScheduler
 from scrapy_echo.crawler.settings import read_sources
@@ -364,6 +364,14 @@ class DistributedScheduler(EchoComponent):
             "max_attempts": config.redis_max_attempts,
             "fleet": self._fleet_rules if config.politeness else None,
         }
+
+    def next_page_request(self, source: int, url: str, page: int) -> Request:
+        """The request for page ``page`` (at ``url``) of a crawl of ``source`` that reads on,
+        as the spider middleware makes it where the state is."""
+        status = self.runtime.state.sources[source]
+        request = source_request(status, source, self.local.source_callback)
+        echo = {**request.meta["echo"], "hub_page": page}
+        return request.replace(url=url, headers={}, meta={"echo": echo})
 
     def put_back_last(self) -> None:
         """Undo the dispatch behind the last request the policy made (see Planner.choose)."""
