@@ -12,6 +12,7 @@ naming the hubs (:meth:`LocalNewsSite.write_signals`).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import math
 import random
@@ -42,7 +43,9 @@ class LocalNewsSite:
     path prefixes its robots.txt disallows; ``crawl_delay``: the ``Crawl-delay`` it asks
     for there; ``dies_after``: seconds after which it answers
     every request with 503; ``slow``: (share, seconds): that share of the articles (every
-    ``1/share``-th) answers only after that many seconds."""
+    ``1/share``-th) answers only after that many seconds; ``flaky``: how each article's first
+    requests fail, in order (``"timeout"``: no answer for ``flaky_sleep`` s, then a 503;
+    ``"503"``), before it answers."""
 
     def __init__(
         self,
@@ -53,6 +56,8 @@ class LocalNewsSite:
         crawl_delay: float | None = None,
         dies_after: float | None = None,
         slow: tuple[float, float] | None = None,
+        flaky: tuple[str, ...] = (),
+        flaky_sleep: float = 5.0,
     ) -> None:
         self.sections = sections
         self.host = host
@@ -60,6 +65,8 @@ class LocalNewsSite:
         self.crawl_delay = crawl_delay
         self.dies_after = dies_after
         self.slow = slow
+        self.flaky, self.flaky_sleep = flaky, flaky_sleep
+        self.attempts: Counter[str] = Counter()  # requests per article path
         self.started = time.time()
         self.hits: Counter[str] = Counter()
         # (time, path) of every request; the time is the connection's accept (one request a
@@ -291,6 +298,16 @@ def _handler(site: LocalNewsSite) -> type[BaseHTTPRequestHandler]:
         def _article(self, path: str, name: str, index: int) -> None:
             if index >= site.published(name):
                 self._send(404, "<html><body>not yet</body></html>")
+                return
+            with site.lock:
+                site.attempts[path] += 1
+                attempt = site.attempts[path]
+            if attempt <= len(site.flaky):
+                if site.flaky[attempt - 1] == "timeout":
+                    time.sleep(site.flaky_sleep)
+                # (After a timeout the client is gone: that was the point.)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._send(503, "<html><body>try again</body></html>")
                 return
             with site.lock:
                 site.first_fetch.setdefault(path, time.time())

@@ -10,6 +10,7 @@ import pytest
 from scrapy_echo.core.events import (
     ClicksArrived,
     InvalidEvent,
+    PageFailed,
     PageFetched,
     SignalsArrived,
     SourceAdded,
@@ -48,6 +49,18 @@ EVENTS = [
     SourceFailed("http://a.test/", 12.0, "HTTP 503"),
     PageFetched("http://a.test/1", "http://a.test/", 9.5, 13.0),
     PageFetched("http://a.test/1", "http://a.test/", 9.5, 13.0, ("https://a.test/2026/one",)),
+    PageFailed("http://a.test/1", "http://a.test/", 9.5, 13.0, "TimeoutError", (9.0, 10.0), 10.0),
+    PageFailed(
+        "http://a.test/1",
+        "http://a.test/",
+        9.5,
+        13.0,
+        "HTTP 503",
+        (9.0, 10.0),
+        10.0,
+        '{"meta": {"k": 1}}',
+        30.0,
+    ),
     SourceAdded("http://b.test/"),
     SourceAdded("http://b.test/sitemap-2.xml", 2),  # listed by an index listed by a source
     ClicksArrived((["http://a.test/1", 14.0, 2],)),
@@ -61,6 +74,8 @@ def test_json_round_trip(event: Any) -> None:
 
 
 PAGE = {"e": "page", "url": "http://a/1", "source": "http://a/", "appeared": 1, "t": 2}
+FAILED = {"e": "pagefail", "url": "http://a/1", "source": "http://a/", "appeared": 1, "t": 2,
+          "why": "HTTP 503", "win": [0, 1], "disc": 1}  # fmt: skip
 CRAWL = {"e": "crawl", "url": "http://a/", "t": 1, "links": [["http://a/1", None]] * 2}
 
 
@@ -90,6 +105,10 @@ CRAWL = {"e": "crawl", "url": "http://a/", "t": 1, "links": [["http://a/1", None
         ({**CRAWL, "xs": ["[1]"], "xi": [0, 0]}, "bad_field"),  # objects only
         ({**CRAWL, "xs": ["{" * 9000], "xi": [0, 0]}, "bad_field"),
         ({**CRAWL, "xi": [-1, -1]}, "bad_field"),  # with xs
+        ({**FAILED, "win": [1]}, "bad_field"),
+        ({**FAILED, "disc": None}, "bad_time"),
+        ({**FAILED, "x": "[1]"}, "bad_field"),
+        ({**FAILED, "ra": -1}, "bad_time"),
         ({**CRAWL, "next": "javascript:x", "page": 1}, "bad_url"),
         ({**CRAWL, "next": "http://a/?page=2", "page": 0}, "bad_field"),
         ({**CRAWL, "next": "http://a/?page=2", "page": True}, "bad_field"),

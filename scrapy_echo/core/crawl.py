@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from scrapy_echo.core.events import (
     ClicksArrived,
     Event,
+    PageFailed,
     PageFetched,
     SignalsArrived,
     SourceAdded,
@@ -124,6 +125,9 @@ class CrawlCore:
             raise TypeError("feed rows are checked by the receiver, then given to the core")
         if isinstance(event, SourceAdded):
             self._revive(state.add_listed_source(event.url, event.depth), event.url)
+            return []
+        if isinstance(event, PageFailed):
+            self._page_failed(event)
             return []
         if isinstance(event, PageFetched):
             source = state.add_source(event.source)
@@ -364,6 +368,7 @@ class CrawlCore:
         canonical link) is one page, fetched once: it is skipped. ``blocked`` as for
         :meth:`choose`; a dispatch that cannot leave after all goes back by :meth:`put_back`."""
         state = self.state
+        self._pages_due_again(now)
         while True:
             decision = self.choose(now, blocked)
             if decision is None:
@@ -379,6 +384,29 @@ class CrawlCore:
             previous = float(state.last_crawl[source])
             state.source_dispatched(source, now)
             return Dispatch("source", source, previous=previous)
+
+    def _page_failed(self, event: PageFailed) -> None:
+        """A new page's fetch failed: it waits for its back-off, then for its turn in the
+        frontier again (:mod:`.page_retries`), unless its source is gone or it was tried
+        enough; or it was fetched meanwhile under another URL."""
+        state = self.state
+        source = state.source_ids.get(self.config.identity.key(event.source))
+        if source is None or state.already_fetched(event.url):
+            return
+        page = NewPage(
+            event.url, source, event.source, event.appeared, event.window, event.discovered,
+            event.extras,
+        )  # fmt: skip
+        state.page_retries.failed(page, event.t, event.retry_after)
+
+    def _pages_due_again(self, now: float) -> None:
+        """The failed pages whose back-off ended: back in their sources' frontier."""
+        state = self.state
+        if not len(state.page_retries):
+            return
+        for page in state.page_retries.due(now):
+            if page.source < len(state.sources):
+                self.queue(page)
 
     def put_back(self, dispatched: Dispatch) -> None:
         """Undo :meth:`dispatch`: the page waits again, the source is as due as it was."""

@@ -41,6 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "ECHO_FAILURE_BACKOFF": 60.0,  # s a failing source waits, doubled per failure in a row
     "ECHO_FAILURE_BACKOFF_MAX": 6 * 3600.0,
     "ECHO_SOURCE_MAX_FAILURES": 10,  # failures in a row that retire a source
+    "ECHO_PAGE_MAX_TRIES": 3,  # failed fetches of a new page before it is given up
     "ECHO_BACKLOG": "crawl",  # "crawl" or "skip": what a source lists at its first crawl
     "ECHO_MIN_INTERVAL": 0.0,  # s: no source is planned more often (echo-newpages)
     "ECHO_MAX_INTERVAL": None,  # s: every source is crawled at least this often (None: no bound)

@@ -27,6 +27,10 @@ page       ``url`` (the page), ``source`` (its source's URL), ``appeared``, ``t`
            ``aliases`` (``[url, ...]``, optional: the page's other URLs), ``digest``
            (optional: its body's hash and ETag, :mod:`scrapy_echo.model.refetch.content`),
            ``refresh`` (optional: true for a refetch of a page fetched before)
+pagefail   ``url``, ``source``, ``appeared``, ``t``, ``why``, ``win`` (its source crawl's
+           window, two times), ``disc`` (when found), ``x`` (optional: what the spider
+           middlewares added to its request, a JSON object as text), ``ra`` (optional:
+           ``Retry-After`` in s): a new page's fetch failed, to be tried again
 clicks     ``rows`` (``[[url, ts, clicks], ...]``, checked as click-feed rows by the receiver)
 signals    ``rows`` (``[[url, ts], ...]``, checked as signal-feed rows by the receiver)
 source     ``url`` (a source to add); ``depth`` (optional, 0 if absent: how many sources
@@ -107,6 +111,25 @@ class PageFetched:
 
 
 @dataclass(frozen=True)
+class PageFailed:
+    """A new page's fetch failed at ``t`` (after Scrapy's retries; an error status or an
+    exception, ``why``): the page as its request told it (``url`` and ``source`` URLs, its
+    appearance time, its source crawl's window and discovery, what the spider middlewares
+    added), to wait and be tried again (:mod:`scrapy_echo.core.page_retries`); a 429's or
+    503's ``Retry-After`` in seconds, if it sent one."""
+
+    url: str
+    source: str
+    appeared: float
+    t: float
+    why: str
+    window: tuple[float, float]
+    discovered: float
+    extras: str = ""
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
 class SourceBlocked:
     """robots.txt forbids crawling the source: nothing was sent, nothing failed."""
 
@@ -153,6 +176,7 @@ Event = (
     | SourceFailed
     | SourceBlocked
     | PageFetched
+    | PageFailed
     | SourceAdded
     | SourceRemoved
     | ClicksArrived
@@ -202,6 +226,15 @@ def to_json(event: Event) -> dict[str, Any]:
             out["digest"] = event.digest
         if event.refresh:
             out["refresh"] = True
+        return out
+    if isinstance(event, PageFailed):
+        out = {"e": "pagefail", "url": event.url, "source": event.source,
+               "appeared": event.appeared, "t": event.t, "why": event.why,
+               "win": list(event.window), "disc": event.discovered}  # fmt: skip
+        if event.extras:
+            out["x"] = event.extras
+        if event.retry_after is not None:
+            out["ra"] = event.retry_after
         return out
     if isinstance(event, SourceBlocked):
         return {"e": "blocked", "url": event.url, "t": event.t}
@@ -258,6 +291,22 @@ def from_json(raw: Any) -> Event:
             _text(raw.get("digest"), "digest"),
             _flag(raw.get("refresh", False), "refresh"),
         )
+    if kind == "pagefail":
+        window = raw.get("win")
+        if not isinstance(window, list) or len(window) != 2:
+            raise InvalidEvent("bad_field", "win must be a list of two times")
+        wait = raw.get("ra")
+        return PageFailed(
+            _url(raw.get("url"), "url"),
+            _url(raw.get("source"), "source"),
+            _time(raw.get("appeared"), "appeared"),
+            _time(raw.get("t"), "t"),
+            _text(raw.get("why"), "why") or "",
+            (_time(window[0], "win"), _time(window[1], "win")),
+            _time(raw.get("disc"), "disc"),
+            _extras_text(raw.get("x", "")),
+            None if wait is None else _wait(wait),
+        )
     if kind == "blocked":
         return SourceBlocked(_url(raw.get("url"), "url"), _time(raw.get("t"), "t"))
     if kind == "source":
@@ -304,6 +353,21 @@ def _treated(raw: dict[str, Any], links: int) -> tuple[str | None, ...]:
 def _depth(value: Any) -> int:
     if type(value) is not int or not 0 <= value <= _MAX_DEPTH:
         raise InvalidEvent("bad_field", f"depth must be an integer from 0 to {_MAX_DEPTH}")
+    return value
+
+
+def _extras_text(value: Any) -> str:
+    """What the spider middlewares added to a page's request: a JSON object as text."""
+    if value == "":
+        return ""
+    if not isinstance(value, str) or len(value) > 8192:
+        raise InvalidEvent("bad_field", "x must be a JSON object as text")
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise InvalidEvent("bad_field", "x must be a JSON object as text")
     return value
 
 

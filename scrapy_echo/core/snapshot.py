@@ -40,6 +40,9 @@ overflow        :meth:`OverflowWatch.to_data
                 <scrapy_echo.model.estimation.overflow.OverflowWatch.to_data>`
 refresh         :meth:`RefreshLane.to_data
                 <scrapy_echo.model.refetch.refresh_lane.RefreshLane.to_data>`
+page_retries    :meth:`PageRetries.to_data <scrapy_echo.core.page_retries.PageRetries.to_data>`:
+                new pages whose fetch failed, waiting to be tried again (optional: none
+                in a state saved before)
 policy          ``{"name": ..., "data": ...}``: the policy's own
                 :meth:`~scrapy_echo.model.decisions.policies.Policy.to_data` (a BFS cycle's
                 order, the exploration's bandit)
@@ -169,6 +172,7 @@ def capture(
         "overlap": state.overlap.to_data(),
         "overflow": state.overflow.to_data(),
         "refresh": state.refresh.to_data(),
+        "page_retries": state.page_retries.to_data(),
         "profile": state.profile.to_data(),
         "policy": {"name": core.policy.name, "data": core.policy.to_data()},
         **_arrays_copied(extra or {}),
@@ -353,6 +357,8 @@ def restore(
         state.overflow.grow(len(state.sources))
         state.refresh = _refresh_lane(snapshot["refresh"], state.refresh)
         state.profile = WeekProfile.from_data(snapshot["profile"])
+        # (A state saved before failed pages were kept has none waiting.)
+        state.page_retries.load_data(snapshot.get("page_retries", {}))
         for row in snapshot["frontier"]:  # (rows: see read)
             try:
                 page = _waiting_page(row, len(state.sources))

@@ -20,6 +20,7 @@ import numpy as np
 
 from scrapy_echo.core.history_samples import thinned
 from scrapy_echo.core.identity import fold_scheme
+from scrapy_echo.core.page_retries import PageRetries
 from scrapy_echo.core.seen import FingerprintSet, Housekeeping
 from scrapy_echo.core.source_status import STATUS_FIELDS, SourceStatus, status_row
 from scrapy_echo.core.state_config import StateConfig
@@ -89,6 +90,12 @@ class CrawlState:
             refit_every=cfg.click_push_period,
         )
         self.frontier = Frontier(0)
+        # New pages whose fetch failed, until tried again (core.page_retries)
+        self.page_retries = PageRetries(
+            backoff=cfg.failure_backoff,
+            backoff_max=cfg.failure_backoff_max,
+            max_tries=cfg.page_max_tries,
+        )
         self.signals = SignalBook()  # change-indicating signals (docs/how-it-works.rst)
         self.profile = WeekProfile()  # when sources publish, by hour of the week
         self.overlap = OverlapBook()  # which sources list the same pages
@@ -395,6 +402,7 @@ class CrawlState:
         key = self.page_key(page)
         self.crawled_pages += 1
         self.fetched.add(fingerprint(key), crawled)
+        self.page_retries.fetched(page)
         for alias in aliases:
             try:
                 other = self.config.identity.key(alias)
@@ -407,6 +415,15 @@ class CrawlState:
                 self.alias_times.append((crawled, other))
                 self.seen.add(mark, crawled)  # a source listing it later shows nothing new
         self.learner.add_page(key, source=source, appeared=appeared, crawled=crawled)
+
+    def page_tries(self, url: str) -> int:
+        """How many fetches of the new page ``url`` failed, while it waits to be tried again
+        (0: none, or it was fetched or given up)."""
+        return self.page_retries.failures.get(url, 0)
+
+    def pages_retrying(self) -> tuple[int, int]:
+        """New pages waiting to be tried again after a failed fetch, and those given up."""
+        return len(self.page_retries), self.page_retries.given_up
 
     def page_key(self, clean_url: str) -> str:
         """The key of the page a clean URL names: its own, or that of the page it is an alias

@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 
-from scrapy_echo.core.events import SourceBlocked, SourceFailed, SourceNotModified
+from scrapy_echo.core.events import PageFailed, SourceBlocked, SourceFailed, SourceNotModified
+from scrapy_echo.core.pages import NewPage
+from scrapy_echo.core.unexpected import note_unexpected
 from scrapy_echo.crawler.pushback import REFUSALS, retry_after_seconds
 from scrapy_echo.crawler.runtime import EchoComponent
 
@@ -85,6 +87,12 @@ class EchoDownloaderMiddleware(EchoComponent):
         if not isinstance(echo, dict):
             return response
         echo["fetched"] = now
+        if echo.get("kind") == "page" and response.status >= 400:
+            asked = None
+            if response.status in REFUSALS:
+                asked = retry_after_seconds(response.headers.get(b"Retry-After"), now=time.time())
+            self._page_failed(request, echo, f"HTTP {response.status}", asked)
+            return response
         if echo.get("kind") != "source":
             return response
         if "hub_page" in echo:  # a hub's next page: part of a crawl that was recorded already
@@ -124,6 +132,8 @@ class EchoDownloaderMiddleware(EchoComponent):
                 self._forbidden(request, kind, str(echo.get("url", request.url)))
         elif next_page:
             self.inc_stat("echo/sources/next_page_failed")  # (the crawl was recorded)
+        elif not ignored and kind == "page":
+            self._page_failed(request, echo, type(exception).__name__)
         elif not ignored and kind == "source":
             why = type(exception).__name__
             if isinstance(exception, DownloadCancelledError):  # (past download_maxsize)
@@ -132,6 +142,24 @@ class EchoDownloaderMiddleware(EchoComponent):
             self._failed(str(echo.get("url", request.url)), request, why)
         # The request is finished either way (retries are done before it gets here).
         self.runtime.done(request)
+
+    def _page_failed(
+        self, request: Request, echo: dict[str, Any], why: str, retry_after: float | None = None
+    ) -> None:
+        """A new page's fetch failed (after Scrapy's retries): it is tried again later, a
+        few times (:mod:`scrapy_echo.core.page_retries`), rather than lost with its link
+        seen."""
+        try:
+            page = NewPage.from_meta(echo, request.url, str(echo.get("extras", "")))
+        except (KeyError, TypeError, ValueError) as exc:  # (meta a spider middleware broke)
+            note_unexpected("page_failed", exc)
+            return
+        self.inc_stat("echo/pages/failed")
+        now = self.runtime.clock()
+        self.runtime.observe(
+            PageFailed(page.url, page.source_url, page.appeared, now, why, page.window,
+                       page.discovered, page.extras, retry_after)
+        )  # fmt: skip
 
     def _forbidden(self, request: Request, kind: str, url: str) -> None:
         if self.runtime.refund is not None:

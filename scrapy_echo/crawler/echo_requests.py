@@ -53,6 +53,8 @@ def page_request(page: NewPage, callback: Callable[..., Any]) -> Request:
         meta.update(extras.get("meta", {}))
         headers = extras.get("headers", {})
     meta["echo"] = page.meta()
+    if page.extras:  # (for a failed fetch to put the page back as it was)
+        meta["echo"]["extras"] = page.extras
     return Request(page.url, callback=callback, meta=meta, headers=headers)
 
 

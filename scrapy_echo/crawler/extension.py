@@ -291,5 +291,8 @@ class EchoExtension(EchoComponent):
         stats.set_value("echo/sources/count", len(state.sources))
         stats.set_value("echo/sources/retired", state.retired_sources)
         stats.set_value("echo/pages/waiting", len(state.frontier))
+        retrying, given_up = state.pages_retrying()
+        stats.set_value("echo/pages/retrying", retrying)
+        stats.set_value("echo/pages/given_up", given_up)
         stats.set_value("echo/clickfeed/pending_rows", state.learner.pending_clicks)
         stats.set_value("echo/clickfeed/dropped_rows", state.learner.dropped_clicks)

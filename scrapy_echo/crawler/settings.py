@@ -60,6 +60,7 @@ class EchoConfig:
     failure_backoff: float
     failure_backoff_max: float
     source_max_failures: int
+    page_max_tries: int
     backlog: str
     min_interval: float
     max_interval: float
@@ -145,6 +146,7 @@ class EchoConfig:
             failure_backoff=backoff,
             failure_backoff_max=get.number("ECHO_FAILURE_BACKOFF_MAX", at_least=backoff),
             source_max_failures=get.integer("ECHO_SOURCE_MAX_FAILURES"),
+            page_max_tries=get.integer("ECHO_PAGE_MAX_TRIES"),
             backlog=get.choice("ECHO_BACKLOG", ("crawl", "skip")),
             min_interval=min_interval,
             max_interval=max_interval,

@@ -28,6 +28,7 @@ from scrapy_echo.core import snapshot as snapshots
 from scrapy_echo.core.events import (
     Event,
     InvalidEvent,
+    PageFailed,
     PageFetched,
     SourceFailed,
     SourceFetched,
@@ -344,9 +345,11 @@ class Planner:
                 self.runtime.throughput.add(now)
             if isinstance(event, SourceFetched | SourceNotModified | SourceFailed):
                 self.outstanding.pop(source_id(event.url), None)
-            elif isinstance(event, PageFetched):
-                rid = refresh_id(event.url) if event.refresh else page_id(event.url)
-                self.queued_pages.pop(rid, None)
+            elif isinstance(event, PageFetched | PageFailed):
+                refresh = isinstance(event, PageFetched) and event.refresh
+                rid = refresh_id(event.url) if refresh else page_id(event.url)
+                for attempt in range(self.config.page_max_tries + 1):  # (see _queued_id)
+                    self.queued_pages.pop(rid if not attempt else f"{rid}~{attempt}", None)
             try:
                 pages = self.runtime.apply(event)
             except Exception as exc:  # well formed, yet the state cannot take it: skip it
@@ -449,7 +452,7 @@ class Planner:
             request = requeue.pop() if requeue else self._next_request(now)
             if request is None:
                 break
-            rid = request_id(request)
+            rid = self._queued_id(request)
             if rid in self.outstanding:
                 # The best the policy has is already on its way: wait for news, the source
                 # as due as it was (its dispatch just now undone).
@@ -475,6 +478,16 @@ class Planner:
             self.queued_slots[rid] = slot
             chosen.append((rid, score + self._seq % 1000 / 1000, payload, slot))
         return chosen
+
+    def _queued_id(self, request: Request) -> str:
+        """The request's id in Redis; a page tried again after a failed fetch gets one of
+        its own per try, since Redis remembers the failed try's id as done."""
+        rid = request_id(request)
+        if kind_of(rid) == "page":
+            tries = self.runtime.state.page_tries(request.url)
+            if tries:
+                return f"{rid}~{tries}"
+        return rid
 
     def _queued_for_held_hosts(self) -> int:
         """How many of the requests this planner queued, not yet reported, are for slots
