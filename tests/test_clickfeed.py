@@ -211,14 +211,23 @@ def test_rotation_starts_over_and_rereads_the_csv_header(tmp_path) -> None:
     assert reader.invalid == {}
 
 
-def test_rotation_to_a_file_with_the_same_beginning(tmp_path) -> None:
+def test_a_feed_replaced_by_a_copy_with_more_rows_is_read_on_not_again(tmp_path) -> None:
+    # rsync without --inplace, ``cp tmp && mv``, an exporter writing atomically: a new inode
+    # holding what was read and more. Reproduced on the build of 2026-11-29: 5 rows read,
+    # the file replaced by a copy with 2 more, 7 counted again.
     feed = tmp_path / "clicks.jsonl"
-    feed.write_text(line(ts=1))
+    feed.write_text("".join(line(ts=ts) for ts in range(1, 6)))
     reader = ClickFeedReader(feed)
-    assert len(reader.read()) == 1
-    os.rename(feed, tmp_path / "clicks.jsonl.1")
-    feed.write_text(line(ts=1) + line(ts=2))  # only the inode tells it is another file
-    assert [row.ts for row in reader.read()] == [1.0, 2.0]
+    assert len(reader.read()) == 5
+    copy = tmp_path / "clicks.jsonl.tmp"
+    copy.write_text("".join(line(ts=ts) for ts in range(1, 8)))
+    os.replace(copy, feed)
+    assert [row.ts for row in reader.read()] == [6.0, 7.0]
+    assert reader.rows_read == 7
+    # A file moved in with other rows is another feed: read from its top.
+    copy.write_text(line(ts=10) + line(ts=11))
+    os.replace(copy, feed)
+    assert [row.ts for row in reader.read()] == [10.0, 11.0]
 
 
 def test_truncation_keeping_the_beginning(tmp_path) -> None:

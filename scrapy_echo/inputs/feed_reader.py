@@ -8,8 +8,10 @@ a header naming the columns (any order, other columns ignored), then a row a lin
 (:data:`BATCH_LINES` lines, about :data:`BATCH_BYTES` bytes): a backlog is read over several
 calls (``backlog`` is true while one is waiting), none of which holds the reactor for long, and
 the offset moves by the lines parsed, no more. A line still being written (no newline yet)
-waits for the next read. When the file is replaced (rotation: another file at the path) or
-truncated, reading starts again at the top of the new file. A bad row is skipped and counted
+waits for the next read. When the file is replaced by another (rotation) or truncated,
+reading starts again at the top of the new file; one replaced by a copy that holds what was
+read (and more) is read on from where reading stopped: files are told apart by what they
+hold, never by their inode. A bad row is skipped and counted
 by kind in ``invalid``; the first of each kind is logged with the file and line. Nothing is
 half-applied: a row is taken whole or not at all. A file missing or unreadable is logged when
 it goes (``missing`` stays true meanwhile) and tried at every read.
@@ -226,8 +228,12 @@ class FeedReader(Generic[Row]):
             self.behind = True
             return None
         self.behind = False
-        held = restored or identity == self._identity  # else: rotated
-        if held and self._head:
+        # Whether this is the feed read so far is told by what it holds, not by its inode: a
+        # copy moved over it (rsync without --inplace, ``cp tmp && mv``, an exporter that
+        # writes atomically) holds the same bytes and goes on from the offset; a rotated or
+        # rewritten file does not, and is read from its top.
+        held = True
+        if self._head:
             # A file truncated and refilled past the offset keeps its size: its first bytes,
             # and the last ones before the offset, tell it apart.
             handle.seek(0)
