@@ -80,3 +80,20 @@ def test_unusable_times_at_a_re_solve_lose_no_good_row(tmp_path) -> None:
     assert runtime.state.learner.clicks_caught == 5
     assert crawler.stats.get_value("echo/clickfeed/invalid/ts_out_of_range") == 2
     assert extension.read_click_feeds() == 0  # read once, counted once
+
+
+def test_a_click_older_than_the_horizon_is_refused_and_moves_no_page_back(tmp_path) -> None:
+    # Reproduced on the build of 2026-11-29: a page with 50 clicks, then one row stamped 0 (an
+    # exporter's empty date) moved its appearance back 56 years: 1 click left in the table,
+    # later clicks ignored. A year-old backfill did the same.
+    crawler, runtime, extension = crawl_with_feed(tmp_path)
+    feed = tmp_path / "clicks.jsonl"
+    feed.write_text(row(NOW - 500, 50))
+    extension.read_click_feeds()
+    with open(feed, "a", encoding="utf-8") as handle:
+        handle.write(row(0) + row(NOW - 365 * 86400) + row(NOW - 300, 5))
+    extension.read_click_feeds()
+    assert crawler.stats.get_value("echo/clickfeed/invalid/ts_past") == 2
+    assert runtime.state.learner.clicks_caught == 55
+    # The page still appeared when it did (its clicks binned by their age from then).
+    assert runtime.state.learner.clicks.to_data()["row_appeared"][0] == NOW - 700

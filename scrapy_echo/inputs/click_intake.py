@@ -8,7 +8,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from scrapy_echo.core.events import ClicksArrived
-from scrapy_echo.inputs.clickfeed import ClickFeedReader, ClickRow, check_not_ahead, parse_click
+from scrapy_echo.inputs.clickfeed import (
+    ClickFeedReader,
+    ClickRow,
+    check_not_ahead,
+    check_not_past,
+    parse_click,
+)
 from scrapy_echo.inputs.feed_reader import InvalidClickRow
 from scrapy_echo.inputs.intake import Intake, IntakeHost
 
@@ -55,8 +61,12 @@ class ClickIntake(Intake[ClickRow]):
         return super().read_files() if self.runtime.holds_state else 0
 
     def _not_ahead(self, row: ClickRow, now: float) -> bool:
+        """Whether ``row``'s time is within the crawl's reach: not a day ahead of its clock,
+        nor older than the click horizon (each refused and counted by kind)."""
+        config = self.runtime.core.config
         try:
             check_not_ahead(row.ts, now)
+            check_not_past(row.ts, now, config.click_bins * config.click_bin)
         except InvalidClickRow as exc:
             self.count_invalid(exc.kind, f"{row.url}: {exc}")
             return False

@@ -135,6 +135,19 @@ def check_not_ahead(ts: float, now: float) -> None:
         )
 
 
+def check_not_past(ts: float, now: float, horizon: float) -> None:
+    """Refuse a click stamped more than ``horizon`` (the click table's, ``ECHO_CLICK_BINS`` x
+    ``ECHO_CLICK_BIN``) before ``now`` (:class:`InvalidClickRow` ``ts_past``): too old to be
+    counted in any bin, and taken it would move its page's appearance back to it, decades
+    for an exporter's empty date (``ts: 0``), and the page's clicks out of the table."""
+    if ts < now - horizon:
+        raise InvalidClickRow(
+            "ts_past",
+            f"ts {ts:.0f} ({_utc(ts)}) is older than the click horizon ({horizon:.0f} s) "
+            f"before the crawl's clock ({_utc(now)})",
+        )
+
+
 def _utc(seconds: float) -> str:
     try:
         return f"{datetime.fromtimestamp(seconds, timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
