@@ -32,6 +32,7 @@ from scrapy.http import TextResponse
 
 from scrapy_echo.core.events import MAX_ALIASES, PageFetched, SourceAdded, SourceFailed
 from scrapy_echo.core.identity import fold_scheme
+from scrapy_echo.core.unexpected import note_unexpected
 from scrapy_echo.crawler.echo_requests import link_request
 from scrapy_echo.crawler.link_batch import LinkBatch
 from scrapy_echo.crawler.own_signals import CLOCK_SKEW, OwnSignals
@@ -60,19 +61,41 @@ class EchoSpiderMiddleware(EchoComponent):
         self._warned: set[str] = set()  # conditions logged once, then only counted
         self._reader = SourceReader()
 
-    # (The link collector, last in the chain, marks each response done.)
+    # (The link collector, last in the chain, marks each response done.) What ECHO makes of a
+    # response never keeps the spider's own output from the engine: if it fails, the failure
+    # is counted and recorded, and the callback's items and requests go on all the same.
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
-        yield from self.handle_response(response)
+        try:
+            requests = self.handle_response(response)
+        except Exception as exc:
+            requests = self._not_handled(response, exc)
+        yield from requests
         yield from result
 
     # (What Scrapy calls: its spider middleware chain is asynchronous throughout.)
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        for request in await self.handle_response_async(response):
+        try:
+            requests = await self.handle_response_async(response)
+        except Exception as exc:
+            requests = self._not_handled(response, exc)
+        for request in requests:
             yield request
         async for item in result:
             yield item
+
+    def _not_handled(self, response: Response, exc: Exception) -> list[Request]:
+        """``response`` could not be read for ECHO (a bug: its parsers return "unreadable"
+        rather than raise): counted and logged (:mod:`scrapy_echo.core.unexpected`); a
+        source's crawl is recorded failed, so it backs off and, failing on, retires."""
+        note_unexpected("spider_middleware", exc)
+        echo = response.meta.get("echo")
+        if isinstance(echo, dict) and echo.get("kind") == "source" and "hub_page" not in echo:
+            url = str(echo.get("url", response.url))
+            why = f"unreadable ({type(exc).__name__})"
+            self.runtime.observe(SourceFailed(url, self.runtime.clock(), why))
+        return []
 
     def handle_response(self, response: Response) -> list[Request]:
         """Record what ``response`` tells ECHO; the probes for a source's links. A source is
@@ -403,10 +426,11 @@ def page_aliases(response: Response, page: str) -> tuple[str, ...]:
     ``rel=canonical`` link (absolute http(s) URLs only, at most ``MAX_ALIASES``)."""
     found = [str(url) for url in response.meta.get("redirect_urls", ())]
     found.append(response.url)
-    if isinstance(response, TextResponse) and response.body.lstrip()[:5] != b"<?xml":
+    html = isinstance(response, TextResponse) and response.body.lstrip()[:5] != b"<?xml"
+    if html and type(response).__name__ != "JsonResponse":
         try:
             canonical = response.xpath("//link[@rel='canonical'][1]/@href").get()
-        except ValueError:  # not HTML after all
+        except (ValueError, RecursionError):  # not HTML after all
             canonical = None
         if canonical:
             found.append(response.urljoin(canonical.strip()))

@@ -136,6 +136,8 @@ def read_source(
         raw = _raw_content(response, extractor, max_bytes)
     except UnpackedTooLarge as exc:
         return SourceContent("too-large", too_large=str(exc))
+    except (ValueError, RecursionError) as exc:  # (markup no parser can read)
+        return SourceContent("unreadable", error=f"{type(exc).__name__}: {exc}"[:200])
     content = SourceContent(raw.kind, error=raw.error)
     base = _base_url(response)
     if raw.kind == "html" and isinstance(response, TextResponse):
@@ -199,10 +201,23 @@ def extract_outlinks(
 
 
 def published_time(response: Response) -> float | None:
-    """The page's own publication time (epoch seconds) from its metadata, if it states one."""
+    """The page's own publication time (epoch seconds) from its metadata, if it states one;
+    ``None`` for a page that is not HTML (XML, JSON: Scrapy reads a JSON body as a JSON
+    selector, which has no XPath) or whose markup cannot be read."""
     if not isinstance(response, TextResponse) or _is_xml(response, response.body):
         return None
-    return page_published(response)
+    if _is_json(response):
+        return None
+    try:
+        return page_published(response)
+    except (ValueError, RecursionError):  # (markup lxml cannot read: no metadata to use)
+        return None
+
+
+def _is_json(response: Response) -> bool:
+    """Whether Scrapy reads ``response`` as JSON (its selector would be a JSON one)."""
+    content_type = _content_type(response)
+    return content_type.endswith(("/json", "+json")) or type(response).__name__ == "JsonResponse"
 
 
 @dataclass
@@ -234,6 +249,8 @@ def _raw_content(response: Response, extractor: Any | None, max_bytes: int) -> _
         return _xml_content(body, _content_type(response)) or _Raw("xml", error="not a feed")
     if not isinstance(response, TextResponse):
         return _Raw("binary", error="not text")
+    if _is_json(response):  # (an API's answer, an {"error": ...}: no links to read)
+        return _Raw("json", error="JSON, but not a JSON Feed")
     if _content_type(response).startswith("text/plain") and looks_like_robots(response.text):
         return _Raw("robots", sources=robots_sitemaps(response.body, response.url))
     if extractor is None:

@@ -53,6 +53,9 @@ def _absolute(base: str, href: str) -> str | None:
     return url
 
 
+_MOST_DIGITS = 9  # a page number longer than this is no page number
+
+
 def numbered_next(url: str) -> list[str]:
     """The URLs the page after ``url`` has by the common numberings (rule 2): by the one
     ``url`` uses, or either when it has none (it is the first page).
@@ -68,12 +71,14 @@ def numbered_next(url: str) -> list[str]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     numbers = [value for key, value in query if key == "page"]
     if numbers:
-        if not numbers[0].isdigit():
-            return []
+        if not (numbers[0].isdigit() and len(numbers[0]) <= _MOST_DIGITS):
+            return []  # (no page number: a 5,000-digit one would not even convert)
         after = str(int(numbers[0]) + 1)
         query = [(key, after if key == "page" else value) for key, value in query]
         return [urlunsplit(parts._replace(query=urlencode(query)))]
     match = _PAGE_PATH.search(parts.path)
+    if match and len(match.group(1)) > _MOST_DIGITS:
+        return []
     if match:
         path = parts.path[: match.start()] + f"/page/{int(match.group(1)) + 1}/"
         return [urlunsplit(parts._replace(path=path))]
