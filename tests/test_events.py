@@ -63,6 +63,7 @@ EVENTS = [
     ),
     SourceAdded("http://b.test/"),
     SourceAdded("http://b.test/sitemap-2.xml", 2),  # listed by an index listed by a source
+    SourceAdded("http://b.test/", configured=True),  # a fleet worker's settings at its start
     ClicksArrived((["http://a.test/1", 14.0, 2],)),
     SignalsArrived((["http://a.test/", 15.0],)),
 ]

@@ -206,7 +206,11 @@ def test_distributed_workers_send_sources_file_changes_as_events(
     scheduler.open(crawler.spider)
     try:
         sent = [from_json(json.loads(e)) for e in scheduler.outbox.events]
-        assert sent == [SourceAdded("http://a.test/"), SourceAdded("http://b.test/")]
+        # (At its start, as its settings give them: no retired or removed one revived.)
+        assert sent == [
+            SourceAdded("http://a.test/", configured=True),
+            SourceAdded("http://b.test/", configured=True),
+        ]
         scheduler.outbox.events.clear()
         sources.write_text("http://a.test/\n")
         scheduler._poll_sources()

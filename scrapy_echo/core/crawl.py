@@ -124,7 +124,10 @@ class CrawlCore:
         if isinstance(event, (ClicksArrived, SignalsArrived)):
             raise TypeError("feed rows are checked by the receiver, then given to the core")
         if isinstance(event, SourceAdded):
-            self._revive(state.add_listed_source(event.url, event.depth), event.url)
+            known = self.status_of(event.url) is not None
+            source = state.add_listed_source(event.url, event.depth)
+            if not (event.configured and known):
+                self._revive(source, event.url)
             return []
         if isinstance(event, PageFailed):
             self._page_failed(event)
@@ -235,6 +238,33 @@ class CrawlCore:
                 self.state.add_listed_source(url, 0)
             self._revive(source, url)
         return ids
+
+    def configure_sources(self, urls: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The sources the crawl starts with (``ECHO_SOURCES``, the sources file, the spider's
+        own), against those it started with last time (saved with the state): one new there
+        is added, and comes back if it was retired or removed (given again); one gone from
+        them since is removed; one in both is added if the state lacks it, never revived (a
+        restart must not undo what the crawl retired, nor what an operator removed while it
+        ran). Returns those added and removed. With no list saved (a fresh state, or one saved
+        before lists were), each is added as given, none revived."""
+        state = self.state
+        before = state.configured_sources
+        key = self.config.identity.key
+        given = {key(url): url for url in urls}
+        previous = {key(url): url for url in before} if before is not None else given
+        added = [url for k, url in given.items() if k not in previous]
+        removed = [url for k, url in previous.items() if k not in given]
+        for source, url in zip(
+            state.add_sources(list(given.values())), given.values(), strict=True
+        ):
+            if state.sources[source].depth:  # found by listing first, given now
+                state.add_listed_source(url, 0)
+        for url in added:
+            self._revive(state.add_source(url), url)
+        for url in removed:
+            self.apply(SourceRemoved(url))
+        state.configured_sources = list(given.values())
+        return added, removed
 
     def _revive(self, source: int, url: str) -> None:
         if self.state.revive(source):

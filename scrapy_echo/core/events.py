@@ -33,7 +33,9 @@ pagefail   ``url``, ``source``, ``appeared``, ``t``, ``why``, ``win`` (its sourc
            ``Retry-After`` in s): a new page's fetch failed, to be tried again
 clicks     ``rows`` (``[[url, ts, clicks], ...]``, checked as click-feed rows by the receiver)
 signals    ``rows`` (``[[url, ts], ...]``, checked as signal-feed rows by the receiver)
-source     ``url`` (a source to add); ``depth`` (optional, 0 if absent: how many sources
+source     ``url`` (a source to add); ``cfg`` (optional, true: from a worker's settings at
+           its start, which revive no retired or removed source); ``depth`` (optional, 0 if
+           absent: how many sources
            listing sources lead to it from one the operator gave)
 remove     ``url`` (a source to stop crawling)
 ========== ==================================================================================
@@ -145,6 +147,10 @@ class SourceAdded:
 
     url: str
     depth: int = 0
+    # Given in the settings a worker of a fleet started with (ECHO_SOURCES, the sources
+    # file), not added by an operator now: a source known already, even retired or removed,
+    # is left as it is (a restart must not revive what the crawl retired).
+    configured: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,9 +245,12 @@ def to_json(event: Event) -> dict[str, Any]:
     if isinstance(event, SourceBlocked):
         return {"e": "blocked", "url": event.url, "t": event.t}
     if isinstance(event, SourceAdded):
+        out = {"e": "source", "url": event.url}
         if event.depth:
-            return {"e": "source", "url": event.url, "depth": event.depth}
-        return {"e": "source", "url": event.url}
+            out["depth"] = event.depth
+        if event.configured:
+            out["cfg"] = True
+        return out
     if isinstance(event, SourceRemoved):
         return {"e": "remove", "url": event.url}
     if isinstance(event, SignalsArrived):
@@ -310,7 +319,11 @@ def from_json(raw: Any) -> Event:
     if kind == "blocked":
         return SourceBlocked(_url(raw.get("url"), "url"), _time(raw.get("t"), "t"))
     if kind == "source":
-        return SourceAdded(_url(raw.get("url"), "url"), _depth(raw.get("depth", 0)))
+        return SourceAdded(
+            _url(raw.get("url"), "url"),
+            _depth(raw.get("depth", 0)),
+            _flag(raw.get("cfg", False), "cfg"),
+        )
     if kind == "remove":
         return SourceRemoved(_url(raw.get("url"), "url"))
     if kind in ("clicks", "signals"):

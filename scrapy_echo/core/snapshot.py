@@ -40,6 +40,9 @@ overflow        :meth:`OverflowWatch.to_data
                 <scrapy_echo.model.estimation.overflow.OverflowWatch.to_data>`
 refresh         :meth:`RefreshLane.to_data
                 <scrapy_echo.model.refetch.refresh_lane.RefreshLane.to_data>`
+configured_sources, configured_known
+                the sources the crawl last started with, and whether they are known
+                (``CrawlCore.configure_sources``; optional: unknown in a state saved before)
 page_retries    :meth:`PageRetries.to_data <scrapy_echo.core.page_retries.PageRetries.to_data>`:
                 new pages whose fetch failed, waiting to be tried again (optional: none
                 in a state saved before)
@@ -173,6 +176,8 @@ def capture(
         "overflow": state.overflow.to_data(),
         "refresh": state.refresh.to_data(),
         "page_retries": state.page_retries.to_data(),
+        "configured_sources": list(state.configured_sources or ()),
+        "configured_known": state.configured_sources is not None,
         "profile": state.profile.to_data(),
         "policy": {"name": core.policy.name, "data": core.policy.to_data()},
         **_arrays_copied(extra or {}),
@@ -359,6 +364,11 @@ def restore(
         state.profile = WeekProfile.from_data(snapshot["profile"])
         # (A state saved before failed pages were kept has none waiting.)
         state.page_retries.load_data(snapshot.get("page_retries", {}))
+        if snapshot.get("configured_known", False):
+            configured = snapshot["configured_sources"]
+            if not (isinstance(configured, list) and all(isinstance(u, str) for u in configured)):
+                raise ValueError("configured_sources must be a list of URLs")
+            state.configured_sources = list(configured)
         for row in snapshot["frontier"]:  # (rows: see read)
             try:
                 page = _waiting_page(row, len(state.sources))

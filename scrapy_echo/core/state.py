@@ -90,6 +90,8 @@ class CrawlState:
             refit_every=cfg.click_push_period,
         )
         self.frontier = Frontier(0)
+        # The sources the crawl last started with (CrawlCore.configure_sources); None: unknown
+        self.configured_sources: list[str] | None = None
         # New pages whose fetch failed, until tried again (core.page_retries)
         self.page_retries = PageRetries(
             backoff=cfg.failure_backoff,

@@ -133,7 +133,10 @@ class EchoScheduler(EchoComponent):
         # (After the checkpoint: one set aside as unreadable takes the dupefilter's file along.)
         self.dupefilter.open()
         own = read_sources(getattr(spider, "echo_sources", ()))
-        self.runtime.core.add_sources(self.runtime.config.sources + own)
+        added, removed = self.runtime.core.configure_sources(self.runtime.config.sources + own)
+        if restored and (added or removed):
+            logger.info("ECHO sources changed while the crawl was down: %d added, %d removed",
+                        len(added), len(removed))  # fmt: skip
         if not self.state.sources:
             logger.warning(
                 "ECHO has no sources: set ECHO_SOURCES or the spider's echo_sources; "

@@ -174,7 +174,7 @@ class DistributedScheduler(EchoComponent):
         self.io.start()
         config = self.runtime.config
         for url in config.sources + read_sources(getattr(spider, "echo_sources", ())):
-            self._send_event(SourceAdded(url))
+            self._send_event(SourceAdded(url, configured=True))
         if config.sources_file is not None:
             # Every worker watches the file: the planner applies an addition or removal once
             # however many send it.
