@@ -16,7 +16,7 @@ from twisted.internet.defer import Deferred
 
 from scrapy_echo.core import codec
 from scrapy_echo.core import snapshot as snapshots
-from scrapy_echo.distributed.store import SNAPSHOT_BLOCK, RedisStore
+from scrapy_echo.distributed.store import ASIDE_KEPT, SNAPSHOT_BLOCK, RedisStore
 from tests.test_redis_faults import open_worker
 
 
@@ -59,6 +59,11 @@ async def test_a_state_no_build_reads_is_kept_aside_and_the_crawl_starts_from_it
         (aside,) = store.client.keys(f"{store.keys['state']}:unreadable:*[0-9]")
         assert store.client.get(aside) == deep  # the only copy, kept for its owner
         assert store.client.hget(aside + b":snapshot", "event") == b"5-0"
+        # Kept for its owner to look at, for a while: set aside again and again, unreadable
+        # states would pile up in Redis for good.
+        kept = ASIDE_KEPT * 1000
+        assert 0.99 * kept < store.client.pttl(aside) <= kept
+        assert 0.99 * kept < store.client.pttl(aside + b":snapshot") <= kept
         assert worker.crawler.stats.get_value("echo/redis/rejected/snapshot") == 1
         # The fresh state's first save goes where the unreadable one was.
         assert store.save_snapshot(worker.token, b"fresh", "6-0")

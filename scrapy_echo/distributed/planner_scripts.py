@@ -110,16 +110,19 @@ end
 return 1
 """
 
-# KEYS: solver, snapshot, state, aside, aside's snapshot; ARGV: token. Moves an unreadable
-# saved state aside (kept, never saved over), if this worker holds the lease. Returns 1 if
-# moved.
+# KEYS: solver, snapshot, state, aside, aside's snapshot; ARGV: token, kept (ms). Moves an
+# unreadable saved state aside (never saved over), for ``kept`` ms (its owner's time to look
+# at it: set aside again and again, states would pile up), if this worker holds the lease.
+# Returns 1 if moved.
 SET_ASIDE_STATE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] or redis.call('EXISTS', KEYS[3]) == 0 then
   return 0
 end
 redis.call('RENAME', KEYS[3], KEYS[4])
+redis.call('PEXPIRE', KEYS[4], ARGV[2])
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('RENAME', KEYS[2], KEYS[5])
+  redis.call('PEXPIRE', KEYS[5], ARGV[2])
 end
 return 1
 """

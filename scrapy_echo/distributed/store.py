@@ -66,6 +66,9 @@ KEY_NAMES = (
 )
 
 
+ASIDE_KEPT = 30 * 86400.0  # s an unreadable state set aside is kept for its owner to see
+
+
 def key_base(prefix: str, spider: str) -> str:
     """``{<prefix>:<spider>}``: the braces are a Redis Cluster hash tag, so all of a crawl's
     keys live in one slot (every script touches several at once; across slots Redis Cluster
@@ -295,9 +298,11 @@ class RedisStore:
 
     def set_aside_state(self, token: str, aside: str) -> bool:
         """Move the saved state to ``aside`` (its size and event in ``aside:snapshot``), if
-        this worker holds the lease: a state no worker can read is kept, never saved over."""
+        this worker holds the lease: a state no worker can read is kept, never saved over, for
+        :data:`ASIDE_KEPT` seconds (then it expires: set aside again and again, states would
+        pile up)."""
         keys = [*self._k("solver", "snapshot", "state"), aside, f"{aside}:snapshot"]
-        return bool(self._set_aside(keys, [token]))
+        return bool(self._set_aside(keys, [token, int(ASIDE_KEPT * 1000)]))
 
     def load_snapshot(self) -> tuple[bytes, str] | None:
         """The saved state and the last event in it (joined: see :meth:`load_blocks`)."""
