@@ -76,7 +76,7 @@ def push_clicks(crawler: Crawler, rows: Iterable[Mapping[str, Any]]) -> int:
     click-feed rows (a bad one is skipped and counted). Returns how many were taken."""
     from scrapy_echo.crawler.runtime import EchoRuntime
 
-    return EchoRuntime.of(crawler).click_intake.push(rows)
+    return EchoRuntime.of(crawler).click_intake.push(rows, relay=True)
 
 
 def push_signals(crawler: Crawler, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -85,4 +85,4 @@ def push_signals(crawler: Crawler, rows: Iterable[Mapping[str, Any]]) -> int:
     like signal-feed rows (a bad one is skipped and counted). Returns how many were taken."""
     from scrapy_echo.crawler.runtime import EchoRuntime
 
-    return EchoRuntime.of(crawler).signal_intake.push(rows)
+    return EchoRuntime.of(crawler).signal_intake.push(rows, relay=True)

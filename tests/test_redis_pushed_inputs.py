@@ -88,3 +88,29 @@ async def test_a_planner_killed_before_its_save_loses_nothing_users_pushed(redis
     finally:
         for worker in running:
             worker.io.stop()
+
+
+def test_clicks_and_signals_pushed_on_the_planners_worker_travel_as_events(redis_url) -> None:
+    # Reproduced in the code of 2026-11-29: rows pushed from Python on the planner's own
+    # worker went into its state at once, and nowhere else: a planner killed before its next
+    # save lost them. As events they are in the stream until a saved state has them.
+    import json
+
+    from scrapy_echo import push_clicks, push_signals
+    from scrapy_echo.core.events import ClicksArrived, SignalsArrived, from_json
+    from tests.test_redis_faults import planning_worker
+
+    worker = planning_worker(redis_url, ECHO_SOURCES=SOURCE)
+    try:
+        assert worker.runtime.holds_state  # (the planner's worker)
+        worker.outbox.events.clear()
+        caught = worker.runtime.state.learner.clicks_caught
+        now = worker.runtime.clock()
+        assert push_clicks(worker.crawler, [{"url": SOURCE + "1", "ts": now, "clicks": 2}]) == 1
+        assert push_signals(worker.crawler, [{"url": SOURCE, "ts": now}]) == 1
+        sent = [from_json(json.loads(event)) for event in worker.outbox.events]
+        assert [type(event) for event in sent] == [ClicksArrived, SignalsArrived]
+        assert worker.runtime.state.learner.clicks_caught == caught  # not applied twice
+        assert not worker.runtime.state.signals.received
+    finally:
+        worker.io.stop()

@@ -33,7 +33,7 @@ class ClickIntake(Intake[ClickRow]):
     def parse(self, row: Mapping[str, Any]) -> ClickRow:
         return parse_click(row.get("url"), row.get("ts"), row.get("clicks"))
 
-    def add(self, rows: Iterable[ClickRow]) -> int:
+    def add(self, rows: Iterable[ClickRow], *, relay: bool = False) -> int:
         """Checked rows: to the planner in Redis mode, else to the learner. A row stamped more
         than a day after this crawl's clock is refused and counted here
         (:func:`~scrapy_echo.inputs.clickfeed.check_not_ahead`). Returns the rows taken."""
@@ -42,7 +42,7 @@ class ClickIntake(Intake[ClickRow]):
         rows = [row for row in rows if self._not_ahead(row, now)]
         if not rows:
             return 0
-        if not runtime.holds_state and runtime.transport is not None:
+        if (relay or not runtime.holds_state) and runtime.transport is not None:
             runtime.transport(ClicksArrived(tuple([r.url, r.ts, r.clicks] for r in rows)))
             return len(rows)
         matched = runtime.core.add_clicks(

@@ -50,13 +50,18 @@ class Intake(Generic[Row]):
         if they are not a row."""
         raise NotImplementedError
 
-    def add(self, rows: Iterable[Row]) -> int:
+    def add(self, rows: Iterable[Row], *, relay: bool = False) -> int:
+        """Take checked ``rows``: where the state is, into it; else (or, with ``relay``,
+        whenever there is a transport) as an event to the planner."""
         raise NotImplementedError
 
-    def push(self, rows: Iterable[Any]) -> int:
+    def push(self, rows: Iterable[Any], *, relay: bool = False) -> int:
         """Rows from other code: mappings of :attr:`columns` (or lists of their values in
         that order, as they travel between workers). Each is checked as a feed row is; a bad
-        one is skipped and counted, never half-applied. Returns the rows taken."""
+        one is skipped and counted, never half-applied. Returns the rows taken. ``relay``:
+        rows a user pushed, which in a fleet travel as events even from the planner's own
+        worker (the events stream keeps them until a saved state has them: applied at once,
+        a planner dying before its next save would lose them)."""
         good = []
         for row in rows:
             if isinstance(row, list) and len(row) == len(self.columns):
@@ -68,7 +73,7 @@ class Intake(Generic[Row]):
                 good.append(self.parse(row))
             except InvalidClickRow as exc:
                 self.count_invalid(exc.kind, f"pushed row {row!r:.80}: {exc}")
-        return self.add(good)
+        return self.add(good, relay=relay)
 
     def read_files(self) -> int:
         """The next batch of what each feed file gained since the last read (at most

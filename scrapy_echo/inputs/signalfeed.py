@@ -64,14 +64,14 @@ class SignalIntake(Intake[SignalRow]):
     def parse(self, row: Mapping[str, Any]) -> SignalRow:
         return parse_signal(row.get("url"), row.get("ts"))
 
-    def add(self, rows: Iterable[SignalRow]) -> int:
+    def add(self, rows: Iterable[SignalRow], *, relay: bool = False) -> int:
         """Checked rows: to the planner in Redis mode, else to the core. A signal stamped
         later than now (another machine's clock) counts as now. Returns how many."""
         rows = list(rows)
         runtime = self.runtime
         if not rows:
             return 0
-        if not runtime.holds_state and runtime.transport is not None:
+        if (relay or not runtime.holds_state) and runtime.transport is not None:
             runtime.transport(SignalsArrived(tuple([row.url, row.ts] for row in rows)))
             return len(rows)
         now = runtime.clock()
