@@ -415,7 +415,7 @@ def test_a_redirect_of_echos_request_to_a_refused_host_is_not_followed(caplog) -
         for landed in ("http://169.254.169.254/latest/meta-data/", "http://127.0.0.1:6379/"):
             request = redirected_source(source, "http://news.test/", landed)
             with pytest.raises(IgnoreRequest):
-                mw.process_request(request)
+                mw.prepare(request)
             mw.process_exception(request, IgnoreRequest())  # (as Scrapy then calls it)
     stats = crawler.stats
     assert stats.get_value("echo/redirects/refused/source") == 2
@@ -424,6 +424,6 @@ def test_a_redirect_of_echos_request_to_a_refused_host_is_not_followed(caplog) -
     assert caplog.text.count("ECHO refused a redirect") == 1
     # A redirect on the web, and ECHO's requests that were not redirected, go on.
     assert (
-        mw.process_request(redirected_source(source, "http://news.test/", "http://b.test/")) is None
+        mw.prepare(redirected_source(source, "http://news.test/", "http://b.test/")) is None
     )
-    assert mw.process_request(source_request(source, "http://10.0.0.5/")) is None
+    assert mw.prepare(source_request(source, "http://10.0.0.5/")) is None

@@ -117,11 +117,11 @@ def test_a_source_request_downloads_no_more_than_the_bound() -> None:
     source = runtime.state.add_source("http://news.test/")
     mw = EchoDownloaderMiddleware.from_crawler(crawler)
     request = source_request(source)
-    mw.process_request(request)
+    mw.prepare(request)
     assert request.meta["download_maxsize"] == 1000
     page = Request("http://news.test/a", meta={"echo": {"kind": "page"}})
     for other in (page, Request("http://news.test/plain")):
-        mw.process_request(other)
+        mw.prepare(other)
         assert "download_maxsize" not in other.meta  # Scrapy's DOWNLOAD_MAXSIZE
     # Scrapy stops a download past it: a failed crawl, as too large.
     mw.process_exception(request, DownloadCancelledError("received response size 4096"))
@@ -131,7 +131,7 @@ def test_a_source_request_downloads_no_more_than_the_bound() -> None:
     for scrapy_bound, expected in ((500, None), (0, 1000)):
         crawler, runtime, _ = setup(ECHO_MAX_SOURCE_BYTES=1000, DOWNLOAD_MAXSIZE=scrapy_bound)
         request = source_request(runtime.state.add_source("http://news.test/"))
-        EchoDownloaderMiddleware.from_crawler(crawler).process_request(request)
+        EchoDownloaderMiddleware.from_crawler(crawler).prepare(request)
         assert request.meta.get("download_maxsize") == expected
 
 

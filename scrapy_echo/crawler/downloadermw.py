@@ -28,11 +28,14 @@ redirects are resolved, so one crawl is one outcome.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from scrapy_echo.core.events import PageFailed, SourceBlocked, SourceFailed, SourceNotModified
 from scrapy_echo.core.pages import NewPage
@@ -56,7 +59,43 @@ class EchoDownloaderMiddleware(EchoComponent):
         # A smaller bound of Scrapy's stands (0: Scrapy sets none).
         self._source_maxsize = None if 0 < scrapy_bound <= echo_bound else echo_bound
 
-    def process_request(self, request: Request) -> None:
+    async def process_request(self, request: Request) -> None:
+        await self._resolves_allowed(request)
+        self.prepare(request)
+
+    async def _resolves_allowed(self, request: Request) -> None:
+        """``IgnoreRequest`` if ``request``'s host is a name that resolves to an address
+        the crawl may not reach (private, loopback, link-local, a metadata service) and is
+        not a name it allows (:meth:`AddressGuard.resolved_refusal`). Every request of the
+        crawl passes here, robots.txt's and redirects' too. The answer comes from the
+        crawl's resolver, whose cache the download then uses; a name that does not resolve
+        is left to fail as the download fails."""
+        host = urlsplit(request.url).hostname
+        if not host or _is_address(host):
+            return  # (an address is judged where a URL is checked, as it is written)
+        from twisted.internet import reactor as installed
+
+        reactor: Any = installed  # (zope interfaces do not type-check as classes)
+        try:
+            answer = await maybe_deferred_to_future(reactor.resolve(host))
+        except Exception:  # (a name that does not resolve: the download reports it)
+            return
+        refusal = self.runtime.address_guard.resolved_refusal(request.url, str(answer))
+        if refusal is None:
+            return
+        self.inc_stat("echo/requests/resolved_refused")
+        if "resolved" not in self._refused_kinds:
+            self._refused_kinds.add("resolved")
+            logger.warning("ECHO refused a request to %s: %s; more are only counted",
+                           request.url, refusal)  # fmt: skip
+        echo = request.meta.get("echo")
+        if isinstance(echo, dict) and echo.get("kind") == "source" and "hub_page" not in echo:
+            self._failed(str(echo.get("url", request.url)), request, refusal)
+        raise IgnoreRequest(f"ECHO refused {request.url}: {refusal}")
+
+    def prepare(self, request: Request) -> None:
+        """What ECHO does to a request before it is sent (``download_maxsize`` for a source;
+        a redirect to a host the address guard refuses is not followed: ``IgnoreRequest``)."""
         echo = request.meta.get("echo")
         if not isinstance(echo, dict):
             return
@@ -173,3 +212,12 @@ class EchoDownloaderMiddleware(EchoComponent):
     ) -> None:
         self.runtime.observe(SourceFailed(url, self.runtime.clock(), why, retry_after))
         self.inc_stat("echo/sources/failed")
+
+
+def _is_address(host: str) -> bool:
+    """Whether ``host`` is an IP address as written (never sent to DNS)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host.replace(".", "").isdigit()  # (inet_aton's forms: judged as written)
+    return True

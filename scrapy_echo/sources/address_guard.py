@@ -18,10 +18,11 @@ that fetched whatever they name would fetch for them from inside its own network
 
 A host is read the way the C resolver reads it, so ``2852039166``, ``0xa9.254.169.254`` and
 ``169.254.43518`` are all ``169.254.169.254``, and an IPv6 address that carries an IPv4 one
-(``::ffff:10.0.0.1``) is judged by that one. A DNS name is judged by its name only: one whose
-records point at a private address passes. Refusing those takes a guard where names are
-resolved (a resolver or an egress proxy that refuses private answers), which a URL check
-cannot be.
+(``::ffff:10.0.0.1``) is judged by that one. A DNS name is judged by its name where a URL is
+checked, and by the address it resolves to before each request of the crawl is sent
+(:meth:`AddressGuard.resolved_refusal`, asked by the downloader middleware: links, redirects,
+robots.txt and the spider's own requests alike), so a name whose records point at a private
+or metadata address is refused too, unless the crawl allows that name.
 """
 
 from __future__ import annotations
@@ -126,6 +127,21 @@ class AddressGuard:
 
     def allows(self, url: str) -> bool:
         return self.refusal(url) is None
+
+    def resolved_refusal(self, url: str, address: str) -> str | None:
+        """Why ``url``, whose host is a name that resolved to ``address``, may not be
+        fetched (``None`` if it may): a name the crawl allows (a source's host, one in
+        ``ECHO_ALLOWED_PRIVATE_HOSTS``) may resolve anywhere; any other is judged by the
+        address it resolved to, as a URL naming that address would be."""
+        host = _host(url)
+        if host is None or host in self.allowed_names:
+            return None
+        try:
+            judged = f"[{address}]" if ":" in address else address
+        except TypeError:
+            return None
+        refused = self.refusal(f"http://{judged}/")
+        return None if refused is None else f"{host} resolves to {refused}"
 
     def _allows(self, host: str) -> bool:
         address = read_address(host)
