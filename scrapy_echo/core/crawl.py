@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
@@ -36,7 +37,7 @@ from scrapy_echo.core.events import (
 )
 from scrapy_echo.core.hosts import SourceHosts
 from scrapy_echo.core.hub_paging import HubPaging
-from scrapy_echo.core.identity import fold_scheme
+from scrapy_echo.core.identity import fold_scheme, site_of
 from scrapy_echo.core.pages import Dispatch, NewPage
 from scrapy_echo.core.seen import Housekeeping, run_inline
 from scrapy_echo.core.source_crawls import route_signal, source_continued, source_fetched
@@ -72,6 +73,11 @@ class CrawlCore:
         self.solves = 0
         self.hosts = SourceHosts()
         self.duplicates_skipped = 0  # waiting pages found fetched under another URL
+        # Found sources not added past ECHO_MAX_SOURCES_PER_SITE / ECHO_MAX_FOUND_SOURCES,
+        # the sites logged, and the found sources per site (counted on first need).
+        self.sources_capped = 0
+        self._capped_sites: set[str] = set()
+        self._found_per_site: Counter[str] | None = None
         self._replayed_pages = 0  # pages fetched in a replay not yet ended (see replayed)
         # Per source, when the crawl before its last one was: the window of the pages its
         # hub's next pages list (not saved: a resumed crawl takes the last crawl's time).
@@ -97,6 +103,7 @@ class CrawlCore:
         if state is not None and not isinstance(state, CrawlState):
             raise TypeError(f"not a restored crawl state: {type(state).__name__}")
         self.state = CrawlState(self.config) if state is None else state
+        self._found_per_site = None  # (of this state: counted anew)
         self.hosts = hosts if hosts is not None else SourceHosts()  # (numbered per state)
         self._crawl_started = {}
         self.paging = HubPaging()
@@ -125,6 +132,8 @@ class CrawlCore:
             raise TypeError("feed rows are checked by the receiver, then given to the core")
         if isinstance(event, SourceAdded):
             known = self.status_of(event.url) is not None
+            if event.depth and not known and self._over_found_limits(event.url):
+                return []
             source = state.add_listed_source(event.url, event.depth)
             if not (event.configured and known):
                 self._revive(source, event.url)
@@ -265,6 +274,34 @@ class CrawlCore:
             self.apply(SourceRemoved(url))
         state.configured_sources = list(given.values())
         return added, removed
+
+    def _over_found_limits(self, url: str) -> bool:
+        """Whether a source found by listing (a sitemap index's, a robots.txt's) would take
+        its site past ``ECHO_MAX_SOURCES_PER_SITE`` found sources, or the crawl past
+        ``ECHO_MAX_FOUND_SOURCES``: then it is not added (counted in :attr:`sources_capped`;
+        the first per site logged). A site's sitemap tree could otherwise add millions, each
+        with state and a crawl of its own."""
+        counts = self._found_per_site
+        if counts is None:  # (counted once per state, then kept up as sources are found)
+            counts = Counter(site_of(s.url) for s in self.state.sources if s.depth)
+            self._found_per_site = counts
+        site = site_of(url)
+        config = self.config
+        total = sum(counts.values())
+        if counts[site] < config.max_sources_per_site and total < config.max_found_sources:
+            counts[site] += 1
+            return False
+        self.sources_capped += 1
+        if site not in self._capped_sites:
+            self._capped_sites.add(site)
+            logger.warning(
+                "ECHO found source %s not added: %s has %d found sources (at most %d, "
+                "ECHO_MAX_SOURCES_PER_SITE), the crawl %d (ECHO_MAX_FOUND_SOURCES %d); more "
+                "are only counted (echo/sources/capped)",
+                url, site, counts[site], config.max_sources_per_site, total,
+                config.max_found_sources,
+            )  # fmt: skip
+        return True
 
     def _revive(self, source: int, url: str) -> None:
         if self.state.revive(source):

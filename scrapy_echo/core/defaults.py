@@ -63,6 +63,11 @@ DEFAULTS: dict[str, Any] = {
     # Levels of sources adding sources below one the operator gave (0): a sitemap index
     # listing indexes listing indexes adds nothing past this level.
     "ECHO_MAX_SOURCE_DEPTH": 3,
+    # Sources the crawl may find (listed by a sitemap index or a robots.txt), per site and in
+    # all: past them a site's sitemap tree adds no more (those given by the operator count
+    # toward neither, and are never refused).
+    "ECHO_MAX_SOURCES_PER_SITE": 10_000,
+    "ECHO_MAX_FOUND_SOURCES": 1_000_000,
     "ECHO_MAX_NEXT_PAGES": 5,
     # Bytes of one source response read, its gzip body unpacked included: the sitemap
     # protocol's own cap is 50 MB; a larger one is a failed crawl, never parsed.

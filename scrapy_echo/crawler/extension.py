@@ -294,5 +294,6 @@ class EchoExtension(EchoComponent):
         retrying, given_up = state.pages_retrying()
         stats.set_value("echo/pages/retrying", retrying)
         stats.set_value("echo/pages/given_up", given_up)
+        stats.set_value("echo/sources/capped", self.runtime.core.sources_capped)
         stats.set_value("echo/clickfeed/pending_rows", state.learner.pending_clicks)
         stats.set_value("echo/clickfeed/dropped_rows", state.learner.dropped_clicks)

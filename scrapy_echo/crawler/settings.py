@@ -75,6 +75,8 @@ class EchoConfig:
     max_links_per_source: int
     max_sources_per_source: int
     max_source_depth: int
+    max_sources_per_site: int
+    max_found_sources: int
     max_next_pages: int
     max_source_bytes: int
     page_callback: str
@@ -161,6 +163,8 @@ class EchoConfig:
             max_links_per_source=get.integer("ECHO_MAX_LINKS_PER_SOURCE"),
             max_sources_per_source=get.integer("ECHO_MAX_SOURCES_PER_SOURCE", at_least=0),
             max_source_depth=get.integer("ECHO_MAX_SOURCE_DEPTH", at_least=0),
+            max_sources_per_site=get.integer("ECHO_MAX_SOURCES_PER_SITE", at_least=0),
+            max_found_sources=get.integer("ECHO_MAX_FOUND_SOURCES", at_least=0),
             max_next_pages=get.integer("ECHO_MAX_NEXT_PAGES", at_least=0),
             max_source_bytes=get.integer("ECHO_MAX_SOURCE_BYTES"),
             page_callback=get.text("ECHO_PAGE_CALLBACK"),

@@ -84,6 +84,8 @@ class SimSettings:
     failure_backoff_max: float = _default("ECHO_FAILURE_BACKOFF_MAX")
     source_max_failures: int = _default("ECHO_SOURCE_MAX_FAILURES")
     page_max_tries: int = _default("ECHO_PAGE_MAX_TRIES")
+    max_sources_per_site: int = _default("ECHO_MAX_SOURCES_PER_SITE")
+    max_found_sources: int = _default("ECHO_MAX_FOUND_SOURCES")
     # The refresh lane's share of the budget (0: none, the paper) and what a click on a
     # stale copy loses (ECHO_REFRESH_SHARE, ECHO_REFRESH_STALE_COST).
     refresh_share: float = _default("ECHO_REFRESH_SHARE")
