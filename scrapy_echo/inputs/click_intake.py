@@ -36,10 +36,11 @@ class ClickIntake(Intake[ClickRow]):
     def add(self, rows: Iterable[ClickRow], *, relay: bool = False) -> int:
         """Checked rows: to the planner in Redis mode, else to the learner. A row stamped more
         than a day after this crawl's clock is refused and counted here
-        (:func:`~scrapy_echo.inputs.clickfeed.check_not_ahead`). Returns the rows taken."""
+        (:func:`~scrapy_echo.inputs.clickfeed.check_not_ahead`), or older than the click horizon
+        (:func:`~scrapy_echo.inputs.clickfeed.check_not_past`). Returns the rows taken."""
         runtime = self.runtime
         now = runtime.clock()
-        rows = [row for row in rows if self._not_ahead(row, now)]
+        rows = [row for row in rows if self._in_reach(row, now)]
         if not rows:
             return 0
         if (relay or not runtime.holds_state) and runtime.transport is not None:
@@ -60,7 +61,7 @@ class ClickIntake(Intake[ClickRow]):
         mode (the others return 0)."""
         return super().read_files() if self.runtime.holds_state else 0
 
-    def _not_ahead(self, row: ClickRow, now: float) -> bool:
+    def _in_reach(self, row: ClickRow, now: float) -> bool:
         """Whether ``row``'s time is within the crawl's reach: not a day ahead of its clock,
         nor older than the click horizon (each refused and counted by kind)."""
         config = self.runtime.core.config
