@@ -423,7 +423,5 @@ def test_a_redirect_of_echos_request_to_a_refused_host_is_not_followed(caplog) -
     assert runtime.state.last_crawl[source] == clock.now + 20
     assert caplog.text.count("ECHO refused a redirect") == 1
     # A redirect on the web, and ECHO's requests that were not redirected, go on.
-    assert (
-        mw.prepare(redirected_source(source, "http://news.test/", "http://b.test/")) is None
-    )
+    assert mw.prepare(redirected_source(source, "http://news.test/", "http://b.test/")) is None
     assert mw.prepare(source_request(source, "http://10.0.0.5/")) is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scrapy_echo.core import CrawlCore, snapshot
-from scrapy_echo.core.events import PageFailed, PageFetched, SourceFetched
+from scrapy_echo.core.events import PageFailed, PageFetched, SourceFailed, SourceFetched
 from scrapy_echo.core.page_retries import PageRetries
 from scrapy_echo.core.pages import NewPage
 from scrapy_echo.model.decisions.registry import make_policy
@@ -93,3 +93,21 @@ def test_a_page_waiting_to_be_tried_again_survives_a_snapshot() -> None:
     restored = CrawlCore(core.config, make_policy("echo-newpages"), state=state)
     assert restored.state.page_tries(PAGE) == 1
     assert _dispatched_pages(restored, 140.0) == [PAGE]
+
+
+def test_a_failing_sources_pages_wait_for_its_next_try_and_go_with_it() -> None:
+    core = _core()
+    core.apply(SourceFailed(HUB, 101.0, "HTTP 503"))  # its site is down: 30 s back-off
+    core.apply(SourceFailed(HUB, 131.0, "HTTP 503"))  # and again: 60 s
+    next_try = float(core.state.last_crawl[0])
+    assert next_try == 191.0
+    core.apply(_failed(132.0))  # its own back-off would end at 162
+    assert _dispatched_pages(core, 170.0) == []
+    assert PAGE in _dispatched_pages(core, 191.0)
+    core.apply(_failed(192.0))
+    t = 200.0
+    while not core.state.sources[0].retired:  # failing on: retired, its pages with it
+        core.apply(SourceFailed(HUB, t, "HTTP 503"))
+        t += 1.0
+    assert _dispatched_pages(core, 1e6) == []
+    assert core.state.pages_retrying() == (0, 1)

@@ -464,7 +464,14 @@ class CrawlCore:
             event.url, source, event.source, event.appeared, event.window, event.discovered,
             event.extras,
         )  # fmt: skip
-        state.page_retries.failed(page, event.t, event.retry_after)
+        status, next_try = state.sources[source], float(state.last_crawl[source])
+        if status.retired or status.removed:
+            state.page_retries.give_up(page)
+            return
+        # A source backing off after failures has its next try ahead: its site is down or
+        # refusing, and its pages wait for it rather than spend the budget meanwhile.
+        not_before = next_try if status.failures and next_try > event.t else None
+        state.page_retries.failed(page, event.t, event.retry_after, not_before=not_before)
 
     def _pages_due_again(self, now: float) -> None:
         """The failed pages whose back-off ended: back in their sources' frontier."""
@@ -472,7 +479,10 @@ class CrawlCore:
         if not len(state.page_retries):
             return
         for page in state.page_retries.due(now):
-            if page.source < len(state.sources):
+            status = state.sources[page.source] if page.source < len(state.sources) else None
+            if status is None or status.retired or status.removed:
+                state.page_retries.give_up(page)  # (its source went while it waited)
+            else:
                 self.queue(page)
 
     def put_back(self, dispatched: Dispatch) -> None:

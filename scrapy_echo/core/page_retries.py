@@ -5,8 +5,10 @@ A new page leaves the frontier when it is dispatched and its link stays seen: if
 fails (a timeout, a DNS error, a 5xx or 404 from a CDN still propagating) and nothing puts it
 back, it is never fetched. A failed page waits here for its back-off, ``ECHO_FAILURE_BACKOFF``
 doubled per failure (at least what a 429's or 503's ``Retry-After`` asked, at most
-``ECHO_FAILURE_BACKOFF_MAX``), then goes back to its source's frontier as it was; after
-``ECHO_PAGE_MAX_TRIES`` failed fetches it is given up, and counted.
+``ECHO_FAILURE_BACKOFF_MAX``; while its source is failing too, until the source's next try:
+a site that is down spends no budget on its pages), then goes back to its source's frontier
+as it was; after ``ECHO_PAGE_MAX_TRIES`` failed fetches, or once its source is retired or
+removed, it is given up, and counted.
 """
 
 from __future__ import annotations
@@ -33,9 +35,17 @@ class PageRetries:
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def failed(self, page: NewPage, t: float, retry_after: float | None = None) -> bool:
-        """``page``'s fetch failed at ``t``: it waits for its back-off (True), or, past its
-        tries, is given up (False)."""
+    def failed(
+        self,
+        page: NewPage,
+        t: float,
+        retry_after: float | None = None,
+        *,
+        not_before: float | None = None,
+    ) -> bool:
+        """``page``'s fetch failed at ``t``: it waits for its back-off, and at least until
+        ``not_before`` (its source's next try while the source fails: a site that is down
+        takes no budget with its pages), True; or, past its tries, it is given up (False)."""
         tries = self.failures.get(page.url, 0) + 1
         if tries >= self.max_tries:
             self.failures.pop(page.url, None)
@@ -45,8 +55,14 @@ class PageRetries:
         wait = min(self.backoff * 2 ** (tries - 1), self.backoff_max)
         if retry_after is not None and math.isfinite(retry_after):
             wait = min(max(wait, retry_after), self.backoff_max)
-        heapq.heappush(self._waiting, (t + wait, next(self._order), page))
+        due = t + wait if not_before is None else max(t + wait, not_before)
+        heapq.heappush(self._waiting, (due, next(self._order), page))
         return True
+
+    def give_up(self, page: NewPage) -> None:
+        """``page`` will not be tried again (its source was retired or removed)."""
+        self.failures.pop(page.url, None)
+        self.given_up += 1
 
     def fetched(self, url: str) -> None:
         """``url`` was fetched: its failures are forgotten."""
