@@ -52,6 +52,30 @@ def trace() -> Trace:
     return synthesize(SynthParams(sources=40, days=1.5, warmup_days=0.5, seed=3))
 
 
+class SlotInputs:
+    """What each slot brings a live driver before its choice, as the simulator's loop does:
+    the clicks pushed up to then, then a re-solve when one is due."""
+
+    def __init__(self, trace: Trace, web: TraceWeb, runtime: EchoRuntime) -> None:
+        self.clicks, self.web, self.runtime = ClickLog(trace), web, runtime
+        config = runtime.config
+        self.next_resolve, self.next_push = config.resolve_interval, config.click_push_period
+
+    def tick(self, now: float) -> None:
+        config, runtime = self.runtime.config, self.runtime
+        if now >= self.next_push:
+            pages, ts, counts = self.clicks.until(self.next_push)
+            rows = [
+                {"url": self.web.page_urls[p], "ts": t, "clicks": c}
+                for p, t, c in zip(pages, ts, counts, strict=True)
+            ]
+            assert runtime.click_intake.push(rows) == len(rows)
+            self.next_push += config.click_push_period
+        if now >= self.next_resolve:
+            runtime.replan()
+            self.next_resolve += config.resolve_interval
+
+
 def live_decisions(trace: Trace, policy: str, **settings: Any) -> list[tuple[float, str, str]]:
     """The trace replayed through a real EchoScheduler, as the simulator's loop does. With
     the trace's hosts (``hosts.csv``), politeness is on: each host's delay is its download
@@ -89,24 +113,12 @@ def live_decisions(trace: Trace, policy: str, **settings: Any) -> list[tuple[flo
     page_size = {renamed[h]: n for h, n in (hosts.page_size.items() if hosts else ())}
     # Per source whose crawl reads on, the crawl before it (the window its pages list).
     before: dict[int, float] = {}
-    config = runtime.config
-    clicks = ClickLog(trace)
+    slots = SlotInputs(trace, web, runtime)
     decisions: list[tuple[float, str, str]] = []
-    next_resolve, next_push = config.resolve_interval, config.click_push_period
     try:
         for k in range(math.floor(trace.duration * RATE)):
             clock.now = now = k / RATE
-            if now >= next_push:
-                pages, ts, counts = clicks.until(next_push)
-                rows = [
-                    {"url": web.page_urls[p], "ts": t, "clicks": c}
-                    for p, t, c in zip(pages, ts, counts, strict=True)
-                ]
-                assert runtime.click_intake.push(rows) == len(rows)
-                next_push += config.click_push_period
-            if now >= next_resolve:
-                runtime.replan()
-                next_resolve += config.resolve_interval
+            slots.tick(now)
             request = scheduler.next_request()
             if request is None:
                 continue

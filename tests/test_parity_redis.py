@@ -20,10 +20,10 @@ from scrapy_echo.core.events import PageFetched, SourceFetched
 from scrapy_echo.distributed.scheduler import DistributedScheduler
 from scrapy_echo.distributed.store_messages import Exchange
 from scrapy_echo.model.decisions.registry import make_policy
-from scrapy_echo.sim.engine import ClickLog, SimSettings, TraceWeb, simulate
+from scrapy_echo.sim.engine import SimSettings, TraceWeb, simulate
 from scrapy_echo.sim.synth import SynthParams, synthesize
 from scrapy_echo.sim.trace import Trace
-from tests.test_parity import RATE, Clock
+from tests.test_parity import RATE, Clock, SlotInputs
 from tests.test_redis_faults import open_worker
 
 
@@ -71,9 +71,8 @@ def redis_decisions(trace: Trace, policy: str, redis_url: str) -> list[tuple[flo
     fetcher = open_worker(redis_url, prefix, **settings)
     fetcher._closing = True
     config = runtime.config
-    clicks = ClickLog(trace)
+    slots = SlotInputs(trace, web, runtime)
     decisions: list[tuple[float, str, str]] = []
-    next_resolve, next_push = config.resolve_interval, config.click_push_period
     target = max(2, math.ceil(RATE * config.redis_queue_ahead))
     try:
         _exchange(planner_worker)  # the sources it was started with, as events
@@ -81,17 +80,7 @@ def redis_decisions(trace: Trace, policy: str, redis_url: str) -> list[tuple[flo
         runtime.replan()  # (the first re-solve with the sources, at 0, as the others')
         for k in range(math.floor(trace.duration * RATE)):
             clock.now = now = k / RATE
-            if now >= next_push:
-                pages, ts, counts = clicks.until(next_push)
-                rows = [
-                    {"url": web.page_urls[p], "ts": t, "clicks": c}
-                    for p, t, c in zip(pages, ts, counts, strict=True)
-                ]
-                assert runtime.click_intake.push(rows) == len(rows)
-                next_push += config.click_push_period
-            if now >= next_resolve:
-                runtime.replan()
-                next_resolve += config.resolve_interval
+            slots.tick(now)
             chosen = planner.choose(target - 1, now)  # one request: the rest of the target waits
             if not chosen:
                 continue

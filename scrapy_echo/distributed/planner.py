@@ -433,15 +433,12 @@ class Planner:
         for rid in [rid for rid, (queued, _) in self.queued_pages.items() if queued < forgotten]:
             del self.queued_pages[rid]  # failed (no report), or long fetched and reported
         for next_page in self._next_pages:  # (more of crawls already counted: no budget check)
-            try:
-                payload = self.scheduler.encode(next_page)
-            except ValueError as exc:
-                self.scheduler.count_rejected("unencodable", message=str(exc))
-                continue
-            self._seq += 1
-            slot = self.scheduler.queued_slot(next_page)
-            score = now * 1000 - 2 * _PAGE_HEAD_START_MS  # (before new pages: a burst's rest)
-            chosen.append((request_id(next_page), score + self._seq % 1000 / 1000, payload, slot))
+            # Before new pages: the rest of a burst the crawl is reading.
+            entry = self._entry(
+                request_id(next_page), next_page, now * 1000 - 2 * _PAGE_HEAD_START_MS
+            )
+            if entry is not None:
+                chosen.append(entry)
         self._next_pages = []
         requeue, self._requeue = self._requeue, []
         # What waits for a held host is not leased before its hold ends: it does not fill
@@ -464,20 +461,29 @@ class Planner:
                 self.outstanding[rid] = now
             else:
                 self.queued_pages[rid] = (now, request)
-            try:
-                payload = self.scheduler.encode(request)
-            except ValueError as exc:
-                self.scheduler.count_rejected("unencodable", message=str(exc))
-                continue
-            self._seq += 1
-            self.scheduler.inc_stat(f"echo/planner/queued/{kind}")
             # Queue order is decision order, except that a new page goes before every source
             # crawl and refetch already queued: new pages first, as on one machine.
-            score = now * 1000 + (-_PAGE_HEAD_START_MS if kind == "page" else 0.0)
-            slot = self.scheduler.queued_slot(request)
-            self.queued_slots[rid] = slot
-            chosen.append((rid, score + self._seq % 1000 / 1000, payload, slot))
+            entry = self._entry(
+                rid, request, now * 1000 - (_PAGE_HEAD_START_MS if kind == "page" else 0.0)
+            )
+            if entry is None:
+                continue
+            self.scheduler.inc_stat(f"echo/planner/queued/{kind}")
+            self.queued_slots[rid] = entry[3]
+            chosen.append(entry)
         return chosen
+
+    def _entry(self, rid: str, request: Request, score: float) -> Queued | None:
+        """``request`` as a queue entry under ``rid`` at ``score`` (ties kept in decision
+        order), taking its slot's next turn; ``None`` (counted) if it cannot be stored."""
+        try:
+            payload = self.scheduler.encode(request)
+        except ValueError as exc:
+            self.scheduler.count_rejected("unencodable", message=str(exc))
+            return None
+        self._seq += 1
+        slot = self.scheduler.queued_slot(request)
+        return rid, score + self._seq % 1000 / 1000, payload, slot
 
     def _queued_id(self, request: Request) -> str:
         """The request's id in Redis; a page tried again after a failed fetch gets one of
